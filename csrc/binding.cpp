@@ -1,0 +1,91 @@
+// The Python face of the core: a params object filled from Python, and run functions that
+// take it. No tensors cross this boundary, only addresses, so no libtorch is linked.
+#include <pybind11/pybind11.h>
+
+#include <cstdint>
+#include <string>
+
+#include "ugraph/api.h"
+
+namespace py = pybind11;
+
+namespace {
+
+template <typename T>
+void def_ptr(py::class_<UgParams>& cls, const char* name, T* UgParams::*member) {
+  cls.def_property(
+      name, [member](const UgParams& p) { return reinterpret_cast<uintptr_t>(p.*member); },
+      [member](UgParams& p, uintptr_t v) { p.*member = reinterpret_cast<T*>(v); });
+}
+
+void raise_on(int status, const char* what, const char* detail) {
+  if (status == UG_OK) return;
+  std::string msg = std::string(what) + " failed (status " + std::to_string(status) + "): " + detail;
+  if (status == UG_ERR_INVALID) throw py::value_error(msg);
+  if (status == UG_ERR_UNSUPPORTED) throw py::type_error(msg);
+  throw std::runtime_error(msg);
+}
+
+}  // namespace
+
+PYBIND11_MODULE(_C, m) {
+  m.doc() = "dgl_ugraph compiled core: the unified graph operator on CPU and CUDA";
+
+  py::class_<UgParams> params(m, "Params");
+  params.def(py::init([]() { return UgParams{}; }));
+#define UG_FIELD(name) params.def_readwrite(#name, &UgParams::name)
+  UG_FIELD(num_src); UG_FIELD(num_dst); UG_FIELD(num_edges); UG_FIELD(index_bits);
+  UG_FIELD(edge_op); UG_FIELD(gather_op); UG_FIELD(a_type); UG_FIELD(b_type); UG_FIELD(c_type);
+  UG_FIELD(dtype); UG_FIELD(a_row_stride); UG_FIELD(b_row_stride);
+  UG_FIELD(out_len); UG_FIELD(a_len); UG_FIELD(b_len); UG_FIELD(reduce_size);
+  UG_FIELD(strategy); UG_FIELD(grouping); UG_FIELD(tiling); UG_FIELD(workspace_bytes);
+#undef UG_FIELD
+  def_ptr(params, "indptr", &UgParams::indptr);
+  def_ptr(params, "col", &UgParams::col);
+  def_ptr(params, "row", &UgParams::row);
+  def_ptr(params, "eid", &UgParams::eid);
+  def_ptr(params, "a", &UgParams::a);
+  def_ptr(params, "b", &UgParams::b);
+  def_ptr(params, "c", &UgParams::c);
+  def_ptr(params, "arg_a", &UgParams::arg_a);
+  def_ptr(params, "arg_b", &UgParams::arg_b);
+  def_ptr(params, "a_off", &UgParams::a_off);
+  def_ptr(params, "b_off", &UgParams::b_off);
+  def_ptr(params, "workspace", &UgParams::workspace);
+
+  m.def("run_cpu", [](const UgParams& p) {
+    int status;
+    {
+      py::gil_scoped_release nogil;
+      status = ug_cpu_run(&p);
+    }
+    raise_on(status, "ug_cpu_run", ug_cpu_last_error());
+  });
+
+#ifdef UGRAPH_WITH_CUDA
+  m.def("run_cuda", [](const UgParams& p, uintptr_t stream) {
+    int status = ug_cuda_run(&p, reinterpret_cast<void*>(stream));
+    raise_on(status, "ug_cuda_run", status == UG_OK ? "" : ug_cuda_last_error());
+  });
+  m.def("cuda_workspace_bytes", [](const UgParams& p) { return ug_cuda_workspace_bytes(&p); });
+  m.def("cuda_check", [](const UgParams& p) {
+    char why[512] = {0};
+    int status = ug_cuda_check(&p, why, sizeof(why));
+    return py::make_tuple(status, std::string(why));
+  });
+#endif
+
+  m.def("build_info", []() {
+    py::dict info;
+    info["cpu"] = true;
+    info["cxx_compiler"] = UGRAPH_CXX_COMPILER;
+#ifdef UGRAPH_WITH_CUDA
+    info["cuda"] = true;
+    info["cuda_source_hash"] = std::string(ug_cuda_source_hash());
+    info["cuda_build"] = std::string(ug_cuda_build_info());
+#else
+    info["cuda"] = false;
+#endif
+    return info;
+  });
+}

@@ -1,0 +1,32 @@
+/* C entry points of the two backends. Neither links libtorch or Python. */
+#ifndef UGRAPH_API_H_
+#define UGRAPH_API_H_
+
+#include "ugraph/params.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* CPU backend (OpenMP). Ignores strategy/grouping/tiling and workspace. */
+int ug_cpu_run(const UgParams* p);
+
+/* CUDA backend, in libugraph_cuda. stream is a cudaStream_t. Asynchronous: returns once queued. */
+int ug_cuda_run(const UgParams* p, void* stream);
+/* Bytes of device workspace that ug_cuda_run needs for p (0 when none). */
+int64_t ug_cuda_workspace_bytes(const UgParams* p);
+/* 0 when p's strategy can run p; otherwise a status, with the reason copied into why. */
+int ug_cuda_check(const UgParams* p, char* why, int why_len);
+/* Hash of the CUDA sources this library was built from, its architectures, and what it holds. */
+const char* ug_cuda_source_hash(void);
+const char* ug_cuda_build_info(void);
+
+/* Text of the last error on this thread, one per backend (each library defines its own). */
+const char* ug_cpu_last_error(void);
+const char* ug_cuda_last_error(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* UGRAPH_API_H_ */

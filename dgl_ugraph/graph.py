@@ -1,0 +1,112 @@
+"""The graph tensors every operator reads, built once per graph and reused."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Optional
+
+import torch
+
+
+@dataclass(frozen=True)
+class DegreeStats:
+    """In-degree statistics of the CSC: the predictor's graph features (uGrapher §5)."""
+
+    mean: float
+    std: float
+    max: int
+    empty_rows: int
+
+
+@dataclass
+class UGraph:
+    """CSC by destination with edge ids, and the same edges as COO sorted by destination.
+
+    Positions p enumerate edges in CSC order: col[p] is the source, row[p] the destination,
+    eid[p] the edge id that addresses edge features (None means the identity). All index
+    tensors share one dtype (int32 or int64) and one device.
+    """
+
+    num_src: int
+    num_dst: int
+    indptr: torch.Tensor
+    col: torch.Tensor
+    row: torch.Tensor
+    eid: Optional[torch.Tensor]
+    _stats: Optional[DegreeStats] = field(default=None, repr=False)
+
+    def __post_init__(self):
+        idx = (self.indptr, self.col, self.row) + ((self.eid,) if self.eid is not None else ())
+        dtypes = {t.dtype for t in idx}
+        devices = {t.device for t in idx}
+        if len(dtypes) != 1 or next(iter(dtypes)) not in (torch.int32, torch.int64):
+            raise TypeError(f"graph index tensors must share one dtype, int32 or int64; got {dtypes}")
+        if len(devices) != 1:
+            raise ValueError(f"graph index tensors must share one device; got {devices}")
+        if self.indptr.numel() != self.num_dst + 1:
+            raise ValueError(f"indptr has {self.indptr.numel()} entries for {self.num_dst} destinations")
+        if not (self.col.numel() == self.row.numel() and (self.eid is None or self.eid.numel() == self.col.numel())):
+            raise ValueError("col, row and eid must have one entry per edge")
+        if not all(t.is_contiguous() for t in idx):
+            raise ValueError("graph index tensors must be contiguous")
+
+    @property
+    def num_edges(self) -> int:
+        return self.col.numel()
+
+    @property
+    def idtype(self) -> torch.dtype:
+        return self.col.dtype
+
+    @property
+    def device(self) -> torch.device:
+        return self.col.device
+
+    @property
+    def stats(self) -> DegreeStats:
+        if self._stats is None:
+            deg = (self.indptr[1:] - self.indptr[:-1]).to(torch.float64)
+            if deg.numel() == 0:
+                self._stats = DegreeStats(0.0, 0.0, 0, 0)
+            else:
+                self._stats = DegreeStats(float(deg.mean()), float(deg.std(unbiased=False)),
+                                          int(deg.max()), int((deg == 0).sum()))
+        return self._stats
+
+    @classmethod
+    def from_csc(cls, indptr, indices, eids, num_src: int, idtype=None) -> "UGraph":
+        """From DGL's CSC (rows are destinations). `eids` may be None or empty (identity)."""
+        idtype = idtype or indices.dtype
+        indptr = indptr.to(idtype).contiguous()
+        col = indices.to(idtype).contiguous()
+        num_dst = indptr.numel() - 1
+        deg = indptr[1:] - indptr[:-1]
+        row = torch.repeat_interleave(torch.arange(num_dst, dtype=idtype, device=col.device), deg.long(),
+                                      output_size=col.numel())
+        eid = None if eids is None or eids.numel() == 0 else eids.to(idtype).contiguous()
+        return cls(num_src, num_dst, indptr, col, row.to(idtype), eid)
+
+    @classmethod
+    def from_coo(cls, src, dst, num_src: int, num_dst: int, idtype=None) -> "UGraph":
+        """From an edge list in edge-id order; edges are stably sorted by destination."""
+        idtype = idtype or src.dtype
+        dst64 = dst.long()
+        order = torch.sort(dst64, stable=True).indices
+        counts = torch.bincount(dst64, minlength=num_dst) if dst64.numel() else torch.zeros(num_dst, dtype=torch.long, device=dst.device)
+        indptr = torch.zeros(num_dst + 1, dtype=torch.long, device=dst.device)
+        indptr[1:] = torch.cumsum(counts, 0)
+        return cls(num_src, num_dst, indptr.to(idtype), src.long()[order].to(idtype).contiguous(),
+                   dst64[order].to(idtype).contiguous(), order.to(idtype).contiguous())
+
+    def to(self, device=None, idtype=None) -> "UGraph":
+        def conv(t):
+            return None if t is None else t.to(device=device or t.device, dtype=idtype or t.dtype).contiguous()
+        return UGraph(self.num_src, self.num_dst, conv(self.indptr), conv(self.col), conv(self.row),
+                      conv(self.eid), self._stats)
+
+    def reverse(self) -> "UGraph":
+        """The reverse graph (sources become destinations), as every backward pass needs."""
+        eid = self.eid if self.eid is not None else torch.arange(self.num_edges, dtype=self.idtype, device=self.device)
+        rev = UGraph.from_coo(self.row, self.col, self.num_dst, self.num_src, self.idtype)
+        # from_coo numbered edges by CSC position; map those positions back to the original ids.
+        return UGraph(rev.num_src, rev.num_dst, rev.indptr, rev.col, rev.row,
+                      eid[rev.eid.long()].contiguous())

@@ -1,0 +1,149 @@
+"""The Python face of the operator: checks, allocation and dispatch to the compiled core.
+
+`ugrapher(graph, op_info, parallel_info)` runs uGrapher's unified operator; it is the narrow API
+that the DGL layer calls and that the GPU tests exercise directly with torch tensors.
+"""
+from __future__ import annotations
+
+import os
+from functools import lru_cache
+from typing import Dict, Optional, Tuple
+
+import torch
+
+from . import _ext
+from .abstraction import (DTYPE_CODES, EDGE_OP_CODE, GATHER_OP_CODE, STRATEGY_CODE, TENSOR_TYPE_CODE,
+                          Broadcast, OpInfo, ParallelInfo, broadcast, uses_lhs, uses_rhs)
+from .graph import UGraph
+from .select import Signature, candidates, heuristic, why_not
+
+_offset_cache: Dict[Tuple, torch.Tensor] = {}
+
+
+@lru_cache(maxsize=4096)
+def _broadcast(edge_op, a_shape, b_shape) -> Broadcast:
+    return broadcast(edge_op, a_shape, b_shape)
+
+
+def _offsets(offs: Optional[Tuple[int, ...]], device: torch.device) -> Optional[torch.Tensor]:
+    if offs is None:
+        return None
+    key = (offs, device)
+    t = _offset_cache.get(key)
+    if t is None:
+        t = torch.tensor(offs, dtype=torch.int64, device=device)
+        _offset_cache[key] = t
+    return t
+
+
+def _rows_of(graph: UGraph, ttype: str) -> int:
+    return {"src": graph.num_src, "dst": graph.num_dst, "edge": graph.num_edges}[ttype]
+
+
+def _operand(t: torch.Tensor, ttype: str, graph: UGraph, side: str, dtype: torch.dtype) -> torch.Tensor:
+    """Checks one operand; returns it with contiguous features (rows may keep any stride)."""
+    if t.device != graph.device:
+        raise ValueError(f"{side} is on {t.device} but the graph is on {graph.device}")
+    if t.dtype != dtype:
+        raise TypeError(f"A and B must share one dtype, got {dtype} and {t.dtype}")
+    if t.dim() < 1 or t.shape[0] != _rows_of(graph, ttype):
+        raise ValueError(f"{side} is typed {ttype} and needs {_rows_of(graph, ttype)} rows, got shape {tuple(t.shape)}")
+    if t.dim() == 1:
+        t = t.unsqueeze(-1)
+    if t.shape[0] > 1 and not t[0].is_contiguous():
+        t = t.contiguous()
+    return t
+
+
+def signature(graph: UGraph, op: OpInfo) -> Tuple[Signature, Broadcast]:
+    a, b = op.A if uses_lhs(op.edge_op) else None, op.B if uses_rhs(op.edge_op) else None
+    dtype = (a if a is not None else b).dtype
+    a_shape = tuple(a.shape[1:]) or (1,) if a is not None else None
+    b_shape = tuple(b.shape[1:]) or (1,) if b is not None else None
+    bc = _broadcast(op.edge_op, a_shape, b_shape)
+    sig = Signature(op.edge_op, op.gather_op, op.A_type if a is not None else "null",
+                    op.B_type if b is not None else "null", op.C_type, dtype, bc.out_len, bc.reduce_size,
+                    bc.a_off is not None or bc.b_off is not None, graph.device.type)
+    return sig, bc
+
+
+def choose(graph: UGraph, sig: Signature) -> ParallelInfo:
+    """The override in DGL_UGRAPH_STRATEGY if it can run the case, else the heuristic's choice."""
+    compiled = _ext.compiled_cuda_keys()
+    allowed = candidates(sig, graph.num_edges, compiled)
+    if not allowed:
+        raise TypeError(f"no compiled CUDA strategy can run {sig}")
+    forced = os.environ.get("DGL_UGRAPH_STRATEGY")
+    if forced:
+        pinfo = ParallelInfo.parse(forced)
+        if pinfo.strategy in allowed:
+            return pinfo
+    return heuristic(sig, graph.stats, allowed)
+
+
+def ugrapher(graph: UGraph, op_info: OpInfo, parallel_info: Optional[ParallelInfo] = None):
+    """Runs the unified operator. Returns (C, argA, argB); the args are None unless gather_op is
+    max/min and the edge_op reads that operand. On CPU, parallel_info is ignored."""
+    op = op_info
+    a = op.A if uses_lhs(op.edge_op) else None
+    b = op.B if uses_rhs(op.edge_op) else None
+    dtype = (a if a is not None else b).dtype
+    if dtype not in DTYPE_CODES:
+        raise TypeError(f"features must be float32, float64, float16 or bfloat16, got {dtype}")
+    if a is not None:
+        a = _operand(a, op.A_type, graph, "A", dtype)
+    if b is not None:
+        b = _operand(b, op.B_type, graph, "B", dtype)
+    sig, bc = signature(graph, op)
+    c_rows = graph.num_dst if op.C_type == "dst" else graph.num_edges
+    device = graph.device
+    c = torch.empty((c_rows,) + bc.out_shape, dtype=dtype, device=device)
+    arg_a = arg_b = None
+    if op.gather_op in ("max", "min"):
+        if a is not None:
+            arg_a = torch.empty(c.shape, dtype=graph.idtype, device=device)
+        if b is not None:
+            arg_b = torch.empty(c.shape, dtype=graph.idtype, device=device)
+    if c.numel() == 0:
+        return c, arg_a, arg_b
+
+    core = _ext.core()
+    p = core.Params()
+    p.num_src, p.num_dst, p.num_edges = graph.num_src, graph.num_dst, graph.num_edges
+    p.index_bits = 32 if graph.idtype == torch.int32 else 64
+    p.indptr, p.col, p.row = graph.indptr.data_ptr(), graph.col.data_ptr(), graph.row.data_ptr()
+    p.eid = graph.eid.data_ptr() if graph.eid is not None else 0
+    p.edge_op, p.gather_op = EDGE_OP_CODE[op.edge_op], GATHER_OP_CODE[op.gather_op]
+    p.a_type, p.b_type = TENSOR_TYPE_CODE[sig.a_type], TENSOR_TYPE_CODE[sig.b_type]
+    p.c_type = TENSOR_TYPE_CODE[op.C_type]
+    p.dtype = DTYPE_CODES[dtype]
+    if a is not None:
+        p.a, p.a_row_stride = a.data_ptr(), a.stride(0)
+    if b is not None:
+        p.b, p.b_row_stride = b.data_ptr(), b.stride(0)
+    p.c = c.data_ptr()
+    p.arg_a = arg_a.data_ptr() if arg_a is not None else 0
+    p.arg_b = arg_b.data_ptr() if arg_b is not None else 0
+    p.out_len, p.a_len, p.b_len, p.reduce_size = bc.out_len, bc.a_len, bc.b_len, bc.reduce_size
+    a_off, b_off = _offsets(bc.a_off, device), _offsets(bc.b_off, device)
+    p.a_off = a_off.data_ptr() if a_off is not None else 0
+    p.b_off = b_off.data_ptr() if b_off is not None else 0
+
+    if device.type == "cpu":
+        core.run_cpu(p)
+        return c, arg_a, arg_b
+    if device.type != "cuda":
+        raise ValueError(f"dgl_ugraph runs on CPU and CUDA devices, not {device}")
+    pinfo = parallel_info or choose(graph, sig)
+    reason = why_not(pinfo.strategy, sig, graph.num_edges, _ext.compiled_cuda_keys())
+    if reason:
+        raise TypeError(f"{pinfo} cannot run this case: {reason}")
+    p.strategy, p.grouping, p.tiling = STRATEGY_CODE[pinfo.strategy], pinfo.grouping, pinfo.tiling
+    nbytes = core.cuda_workspace_bytes(p)
+    workspace = None
+    if nbytes:
+        workspace = torch.empty(nbytes, dtype=torch.uint8, device=device)
+        p.workspace, p.workspace_bytes = workspace.data_ptr(), nbytes
+    with torch.cuda.device(device):
+        core.run_cuda(p, torch.cuda.current_stream(device).cuda_stream)
+    return c, arg_a, arg_b

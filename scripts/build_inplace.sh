@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# Builds the extension in place (dgl_ugraph/_C*.so) with the venv's Python, for PYTHONPATH=. use.
+# UGRAPH_CUDA / UGRAPH_CUDA_ARCHS / UGRAPH_STRATEGIES / UGRAPH_DTYPES / UGRAPH_CUDA_PREBUILT apply.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PY=${PYTHON:-.venv/bin/python}
+BUILD=${UGRAPH_BUILD_DIR:-build/inplace-$($PY -c 'import sys;print(f"py{sys.version_info[0]}{sys.version_info[1]}")')}
+cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+  -DPython_EXECUTABLE="$($PY -c 'import sys;print(sys.executable)')" \
+  -Dpybind11_DIR="$($PY -m pybind11 --cmakedir)" \
+  -DUGRAPH_CUDA="${UGRAPH_CUDA:-AUTO}" -DUGRAPH_CUDA_ARCHS="${UGRAPH_CUDA_ARCHS:-90}" \
+  -DUGRAPH_STRATEGIES="${UGRAPH_STRATEGIES:-all}" -DUGRAPH_DTYPES="${UGRAPH_DTYPES:-all}" \
+  -DUGRAPH_CUDA_PREBUILT="${UGRAPH_CUDA_PREBUILT:-}" >/dev/null
+cmake --build "$BUILD" -j"$(nproc)"
+cp -f "$BUILD"/_C*.so dgl_ugraph/
+if ls "$BUILD"/csrc/cuda/libugraph_cuda.so >/dev/null 2>&1; then cp -f "$BUILD"/csrc/cuda/libugraph_cuda.so dgl_ugraph/; fi
+if [ -n "${UGRAPH_CUDA_PREBUILT:-}" ]; then cp -f "$UGRAPH_CUDA_PREBUILT" dgl_ugraph/; fi
+echo "built in place: $(ls dgl_ugraph/_C*.so)"

@@ -1,0 +1,106 @@
+"""The oracle: uGrapher's abstraction written in plain torch, in float64.
+
+It follows csrc/include/ugraph/params.h literally. Messages are formed in the precision the
+kernels use (float32 for half types, the dtype otherwise) only for choosing max/min winners,
+so winner positions are comparable; values are returned in float64.
+"""
+from __future__ import annotations
+
+import torch
+
+from dgl_ugraph.abstraction import OpInfo, broadcast, uses_lhs, uses_rhs
+from dgl_ugraph.graph import UGraph
+
+
+def reduce_zero(gather_op: str, dtype: torch.dtype) -> float:
+    big = 65504.0 if dtype == torch.float16 else float("inf")
+    return -big if gather_op == "max" else big
+
+
+def _index(graph: UGraph, ttype: str) -> torch.Tensor:
+    if ttype == "src":
+        return graph.col.long()
+    if ttype == "dst":
+        return graph.row.long()
+    if graph.eid is None:
+        return torch.arange(graph.num_edges, device=graph.col.device)
+    return graph.eid.long()
+
+
+def messages(graph: UGraph, op: OpInfo, dtype: torch.dtype = torch.float64) -> torch.Tensor:
+    """msg[p] for every position p in CSC order, shape (E, *out_shape)."""
+    a = op.A.reshape(op.A.shape[0], -1) if uses_lhs(op.edge_op) else None
+    b = op.B.reshape(op.B.shape[0], -1) if uses_rhs(op.edge_op) else None
+    bc = broadcast(op.edge_op, tuple(op.A.shape[1:]) if a is not None else None,
+                   tuple(op.B.shape[1:]) if b is not None else None)
+    k = bc.reduce_size
+
+    def rows(t, ttype, off, length):
+        x = t[_index(graph, ttype)].to(dtype).reshape(-1, length, k)
+        if off is not None:
+            x = x[:, torch.tensor(off, device=x.device)]
+        return x
+
+    if op.edge_op == "copy_lhs":
+        msg = rows(a, op.A_type, None, bc.a_len)
+    elif op.edge_op == "copy_rhs":
+        msg = rows(b, op.B_type, None, bc.b_len)
+    else:
+        x = rows(a, op.A_type, bc.a_off, bc.a_len)
+        y = rows(b, op.B_type, bc.b_off, bc.b_len)
+        if op.edge_op == "dot":
+            msg = (x * y).sum(-1, keepdim=True)
+        else:
+            msg = {"add": torch.add, "sub": torch.sub, "mul": torch.mul, "div": torch.div}[op.edge_op](x, y)
+    return msg.reshape((graph.num_edges,) + bc.out_shape)
+
+
+def reference(graph: UGraph, op: OpInfo):
+    """(C, argA, argB) in float64 / int64; args are None unless gather is max/min and the
+    operand is used."""
+    feat_dtype = (op.A if uses_lhs(op.edge_op) else op.B).dtype
+    msg = messages(graph, op)
+    out_shape = msg.shape[1:]
+    dev = msg.device
+    if op.gather_op == "none":
+        c = torch.empty((graph.num_edges,) + tuple(out_shape), dtype=torch.float64, device=dev)
+        c[_index(graph, "edge")] = msg
+        return c, None, None
+    rows = graph.row.long()
+    flat = msg.reshape(graph.num_edges, -1)
+    n_out = flat.shape[1]
+    if op.gather_op == "sum":
+        c = torch.zeros(graph.num_dst, n_out, dtype=torch.float64, device=dev)
+        c.index_add_(0, rows, flat)
+        return c.reshape((graph.num_dst,) + tuple(out_shape)), None, None
+
+    # max/min: the first position, in CSC order, that is strictly better than every earlier one.
+    work_dtype = torch.float64 if feat_dtype == torch.float64 else torch.float32
+    cand = messages(graph, op, work_dtype).reshape(graph.num_edges, -1)
+    zero = reduce_zero(op.gather_op, feat_dtype)
+    better = (cand > zero) if op.gather_op == "max" else (cand < zero)  # NaN compares false
+    fill = torch.full_like(cand, zero)
+    vals = torch.where(better, cand, fill)
+    best = torch.full((graph.num_dst, n_out), zero, dtype=work_dtype, device=dev)
+    best.scatter_reduce_(0, rows[:, None].expand_as(vals), vals,
+                         reduce="amax" if op.gather_op == "max" else "amin", include_self=True)
+    win = better & (cand == best[rows])
+    pos = torch.arange(graph.num_edges, device=dev)[:, None].expand_as(cand)
+    sentinel = graph.num_edges
+    first = torch.full((graph.num_dst, n_out), sentinel, dtype=torch.long, device=dev)
+    first.scatter_reduce_(0, rows[:, None].expand_as(vals), torch.where(win, pos, torch.full_like(pos, sentinel)),
+                          reduce="amin", include_self=True)
+    found = first < sentinel
+    safe = torch.where(found, first, torch.zeros_like(first))
+    value = torch.where(found, flat[safe, torch.arange(n_out, device=dev)[None, :]],
+                        torch.full_like(best, zero, dtype=torch.float64))
+
+    def arg(ttype):
+        idx = _index(graph, ttype)
+        return torch.where(found, idx[safe], torch.zeros_like(safe))
+
+    arg_a = arg(op.A_type) if uses_lhs(op.edge_op) else None
+    arg_b = arg(op.B_type) if uses_rhs(op.edge_op) else None
+    shape = (graph.num_dst,) + tuple(out_shape)
+    return (value.reshape(shape), None if arg_a is None else arg_a.reshape(shape),
+            None if arg_b is None else arg_b.reshape(shape))
