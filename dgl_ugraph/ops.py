@@ -19,6 +19,10 @@ from .select import Signature, candidates, heuristic, why_not
 
 _offset_cache: Dict[Tuple, torch.Tensor] = {}
 
+# Debugging aid (METHOD.md): fill every output with NaN / -7 before the kernel runs, so an
+# element the kernel forgets to write shows up instead of hiding behind allocator leftovers.
+POISON_OUTPUTS = os.environ.get("DGL_UGRAPH_DEBUG_POISON", "0") == "1"
+
 
 @lru_cache(maxsize=4096)
 def _broadcast(edge_op, a_shape, b_shape) -> Broadcast:
@@ -106,6 +110,11 @@ def ugrapher(graph: UGraph, op_info: OpInfo, parallel_info: Optional[ParallelInf
             arg_b = torch.empty(c.shape, dtype=graph.idtype, device=device)
     if c.numel() == 0:
         return c, arg_a, arg_b
+    if POISON_OUTPUTS:
+        c.fill_(float("nan"))
+        for t in (arg_a, arg_b):
+            if t is not None:
+                t.fill_(-7)
 
     core = _ext.core()
     p = core.Params()
