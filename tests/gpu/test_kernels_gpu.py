@@ -1,0 +1,164 @@
+"""Every compiled CUDA strategy, with the selector bypassed, against the fp64 oracle.
+
+Per (strategy, dtype, idtype): every op_info of the switching space, each at three (g, t)
+samples (extremes included), outputs poisoned, each case run twice: a result that moves
+between two runs beyond rounding is a race. Run on the device: `python -m pytest tests/gpu`.
+"""
+from __future__ import annotations
+
+import itertools
+import pathlib
+import sys
+
+import pytest
+import torch
+
+_HERE = pathlib.Path(__file__).resolve().parent
+sys.path[:0] = [p for p in (str(_HERE.parents[1]), str(_HERE.parent), str(_HERE)) if p not in sys.path]
+
+from cases import PARALLEL_SAMPLES, make_op, op_cases, test_graph
+from reference import messages, reference
+
+from dgl_ugraph import _ext, ops
+from dgl_ugraph.abstraction import STRATEGIES, ParallelInfo
+from dgl_ugraph.select import DTYPE_NAMES, why_not
+
+pytestmark = pytest.mark.skipif(not (torch.cuda.is_available() and _ext.has_cuda()),
+                                reason="needs a GPU and the CUDA core")
+
+DTYPES = (torch.float32, torch.float64, torch.float16, torch.bfloat16)
+# Relative tolerance per dtype, on sums of up to ~1600 terms accumulated in float32 (half types)
+# and rounded once.
+RTOL = {torch.float64: 1e-9, torch.float32: 2e-5, torch.float16: 4e-3, torch.bfloat16: 3e-2}
+ATOMIC = ("thread_edge", "warp_edge")
+ops.POISON_OUTPUTS = True
+
+
+def close(out: torch.Tensor, ref: torch.Tensor, dtype) -> bool:
+    out64 = out.double()
+    if torch.isnan(out64).any():
+        return False
+    scale = ref.abs().max().item() if ref.numel() else 0.0
+    finite = torch.isfinite(ref)
+    if not torch.equal(out64[~finite], ref[~finite]):
+        return False
+    return bool(torch.allclose(out64[finite], ref[finite], rtol=RTOL[dtype], atol=RTOL[dtype] * max(scale, 1.0)))
+
+
+def check_args(graph, op, out, arg, ref_arg, which: str, dtype) -> bool:
+    """Args must equal the oracle's, except at near-ties that rounding order may split: there the
+    message at our arg must equal the winning value."""
+    if arg is None:
+        return ref_arg is None
+    if torch.equal(arg.long(), ref_arg):
+        return True
+    msg = messages(graph, op).reshape(graph.num_edges, -1)
+    idx = {"src": graph.col, "dst": graph.row, "edge": graph.eid}[which].long()
+    diff = (arg.long() != ref_arg).reshape(graph.num_dst, -1).nonzero()
+    for r, j in diff.tolist():
+        a = arg.reshape(graph.num_dst, -1)[r, j].item()
+        pos = ((graph.row.long() == r) & (idx == a)).nonzero().flatten()
+        if pos.numel() == 0:
+            return False
+        best = out.reshape(graph.num_dst, -1)[r, j].double()
+        if not torch.isclose(msg[pos, j], best, rtol=RTOL[dtype] * 4, atol=1e-6).any():
+            return False
+    return True
+
+
+def run_case(graph, op, pinfo, dtype):
+    """Returns a failure description, or None."""
+    ref_c, ref_a, ref_b = reference(graph, op)
+    results = []
+    for _ in range(2):
+        results.append(ops.ugrapher(graph, op, pinfo))
+    torch.cuda.synchronize()
+    (c1, a1, b1), (c2, a2, b2) = results
+    if not close(c1, ref_c, dtype):
+        err = ((c1.double() - ref_c).norm() / max(ref_c.norm().item(), 1e-30)).item()
+        return f"value mismatch (rel err {err:.2e}, nan={torch.isnan(c1).sum().item()})"
+    deterministic = pinfo.strategy not in ATOMIC or op.gather_op in ("none", "max", "min")
+    if deterministic and not torch.equal(c1, c2):
+        return "two runs differ bitwise (a race?)"
+    if not deterministic and not close(c2, ref_c, dtype):
+        return "second run differs from the oracle (a race?)"
+    if op.gather_op in ("max", "min"):
+        for arg, ref_arg, arg2, which in ((a1, ref_a, a2, op.A_type), (b1, ref_b, b2, op.B_type)):
+            if not check_args(graph, op, c1, arg, ref_arg, which, dtype):
+                return f"arg mismatch on {which} operand"
+            if arg is not None and not torch.equal(arg, arg2):
+                return "args differ between two runs (a race?)"
+    return None
+
+
+@pytest.mark.parametrize("idtype", (torch.int32, torch.int64), ids=("i32", "i64"))
+@pytest.mark.parametrize("dtype", DTYPES, ids=[DTYPE_NAMES[d] for d in DTYPES])
+@pytest.mark.parametrize("strategy", STRATEGIES)
+def test_strategy_matches_oracle(strategy, dtype, idtype):
+    compiled = _ext.compiled_cuda_keys()
+    if (strategy, DTYPE_NAMES[dtype]) not in compiled:
+        pytest.skip(f"{strategy}/{DTYPE_NAMES[dtype]} not compiled")
+    graph = test_graph(idtype, "cuda")
+    gen = torch.Generator().manual_seed(hash((strategy, str(dtype), str(idtype))) % 2**31)
+    failures, ran, refused = [], 0, 0
+    samples = itertools.cycle(PARALLEL_SAMPLES)
+    for case in op_cases():
+        op = make_op(case, graph, dtype, "cuda", gen)
+        sig, _ = ops.signature(graph, op)
+        for _ in range(3):
+            g, t = next(samples)
+            pinfo = ParallelInfo(strategy, g, t)
+            if why_not(strategy, sig, graph.num_edges, compiled):
+                refused += 1
+                with pytest.raises(TypeError):
+                    ops.ugrapher(graph, op, pinfo)
+                continue
+            failure = run_case(graph, op, pinfo, dtype)
+            ran += 1
+            if failure:
+                failures.append(f"{case} {pinfo}: {failure}")
+    print(f"\n{strategy}/{DTYPE_NAMES[dtype]}/{idtype}: {ran} cases run twice, {refused} refused by capability", file=sys.stderr)
+    assert not failures, f"{len(failures)} of {ran} failed:\n" + "\n".join(failures[:40])
+
+
+@pytest.mark.parametrize("strategy", STRATEGIES)
+def test_zero_edges_and_wide_rows(strategy):
+    """Zero edges (every row empty) and a width past one warp's 32 lanes many times (F = 257)."""
+    from dgl_ugraph.abstraction import OpInfo
+    from dgl_ugraph.graph import UGraph
+    empty = UGraph.from_coo(torch.zeros(0, dtype=torch.long), torch.zeros(0, dtype=torch.long), 5, 9).to("cuda")
+    x = torch.randn(5, 257, device="cuda")
+    for gather in ("sum", "max", "min"):
+        c, arg, _ = ops.ugrapher(empty, OpInfo("copy_lhs", gather, x, "src", None, "null", "dst"), ParallelInfo(strategy, 4, 3))
+        ref_c, ref_a, _ = reference(empty, OpInfo("copy_lhs", gather, x, "src", None, "null", "dst"))
+        assert torch.equal(c.double(), ref_c) and (arg is None or torch.equal(arg.long(), ref_a))
+    graph = test_graph(torch.int64, "cuda", seed=3)
+    for gather in ("sum", "max"):
+        op = OpInfo("copy_lhs", gather, torch.randn(graph.num_src, 257, device="cuda"), "src", None, "null", "dst")
+        assert run_case(graph, op, ParallelInfo(strategy, 2, 7), torch.float32) is None
+
+
+def smoke() -> int:
+    """A handful of cases for compute-sanitizer (memcheck, racecheck): each strategy on a few
+    ops, dtypes and (g, t) extremes."""
+    graph = test_graph(torch.int32, "cuda")
+    gen = torch.Generator().manual_seed(0)
+    compiled = _ext.compiled_cuda_keys()
+    picked = [c for c in op_cases() if c.edge_op in ("copy_lhs", "mul", "dot") and c.a_type == "src"
+              and c.b_type in ("null", "edge", "dst")]
+    bad = 0
+    for strategy, dtype, case, (g, t) in itertools.product(STRATEGIES, (torch.float32, torch.float16), picked, ((1, 1), (64, 64), (8, 5))):
+        op = make_op(case, graph, dtype, "cuda", gen)
+        sig, _ = ops.signature(graph, op)
+        if why_not(strategy, sig, graph.num_edges, compiled):
+            continue
+        failure = run_case(graph, op, ParallelInfo(strategy, g, t), dtype)
+        if failure:
+            bad += 1
+            print(f"FAIL {case} {strategy}:{g}:{t} {dtype}: {failure}")
+    print(f"smoke: {bad} failures")
+    return bad
+
+
+if __name__ == "__main__":
+    sys.exit(1 if smoke() else 0)
