@@ -47,7 +47,7 @@ def op_cases() -> List[Case]:
     return cases
 
 
-def test_graph(idtype: torch.dtype, device, seed: int = 0) -> UGraph:
+def suite_graph(idtype: torch.dtype, device, seed: int = 0) -> UGraph:
     """A bipartite graph (300 sources, 257 destinations) with isolated destinations, self-loops,
     multi-edges, one row holding half of all edges, and edge ids in shuffled order."""
     g = torch.Generator().manual_seed(seed)

@@ -16,7 +16,7 @@ import torch
 _HERE = pathlib.Path(__file__).resolve().parent
 sys.path[:0] = [p for p in (str(_HERE.parents[1]), str(_HERE.parent), str(_HERE)) if p not in sys.path]
 
-from cases import PARALLEL_SAMPLES, make_op, op_cases, test_graph
+from cases import PARALLEL_SAMPLES, make_op, op_cases, suite_graph
 from reference import messages, reference
 
 from dgl_ugraph import _ext, ops
@@ -98,7 +98,7 @@ def test_strategy_matches_oracle(strategy, dtype, idtype):
     compiled = _ext.compiled_cuda_keys()
     if (strategy, DTYPE_NAMES[dtype]) not in compiled:
         pytest.skip(f"{strategy}/{DTYPE_NAMES[dtype]} not compiled")
-    graph = test_graph(idtype, "cuda")
+    graph = suite_graph(idtype, "cuda")
     gen = torch.Generator().manual_seed(hash((strategy, str(dtype), str(idtype))) % 2**31)
     failures, ran, refused = [], 0, 0
     samples = itertools.cycle(PARALLEL_SAMPLES)
@@ -132,7 +132,7 @@ def test_zero_edges_and_wide_rows(strategy):
         c, arg, _ = ops.ugrapher(empty, OpInfo("copy_lhs", gather, x, "src", None, "null", "dst"), ParallelInfo(strategy, 4, 3))
         ref_c, ref_a, _ = reference(empty, OpInfo("copy_lhs", gather, x, "src", None, "null", "dst"))
         assert torch.equal(c.double(), ref_c) and (arg is None or torch.equal(arg.long(), ref_a))
-    graph = test_graph(torch.int64, "cuda", seed=3)
+    graph = suite_graph(torch.int64, "cuda", seed=3)
     for gather in ("sum", "max"):
         op = OpInfo("copy_lhs", gather, torch.randn(graph.num_src, 257, device="cuda"), "src", None, "null", "dst")
         assert run_case(graph, op, ParallelInfo(strategy, 2, 7), torch.float32) is None
@@ -141,7 +141,7 @@ def test_zero_edges_and_wide_rows(strategy):
 def smoke() -> int:
     """A handful of cases for compute-sanitizer (memcheck, racecheck): each strategy on a few
     ops, dtypes and (g, t) extremes."""
-    graph = test_graph(torch.int32, "cuda")
+    graph = suite_graph(torch.int32, "cuda")
     gen = torch.Generator().manual_seed(0)
     compiled = _ext.compiled_cuda_keys()
     picked = [c for c in op_cases() if c.edge_op in ("copy_lhs", "mul", "dot") and c.a_type == "src"
