@@ -85,9 +85,34 @@ def choose(graph: UGraph, sig: Signature) -> ParallelInfo:
     return heuristic(sig, graph.stats, allowed)
 
 
-def ugrapher(graph: UGraph, op_info: OpInfo, parallel_info: Optional[ParallelInfo] = None):
-    """Runs the unified operator. Returns (C, argA, argB); the args are None unless gather_op is
-    max/min and the edge_op reads that operand. On CPU, parallel_info is ignored."""
+class Prepared:
+    """One operator call with everything checked, allocated and packed into the params struct:
+    `run()` launches it again on the same tensors with no Python work beyond the call itself
+    (for timing, autotuning and repeated use)."""
+
+    __slots__ = ("params", "outputs", "_keep", "_device", "_core")
+
+    def __init__(self, params, outputs, keep, device, core):
+        self.params, self.outputs, self._keep, self._device, self._core = params, outputs, keep, device, core
+
+    def run(self):
+        if self.params is None:  # an empty output: nothing to compute
+            return self.outputs
+        if POISON_OUTPUTS:
+            self.outputs[0].fill_(float("nan"))
+            for t in self.outputs[1:]:
+                if t is not None:
+                    t.fill_(-7)
+        if self._device.type == "cpu":
+            self._core.run_cpu(self.params)
+        else:
+            with torch.cuda.device(self._device):
+                self._core.run_cuda(self.params, torch.cuda.current_stream(self._device).cuda_stream)
+        return self.outputs
+
+
+def prepare(graph: UGraph, op_info: OpInfo, parallel_info: Optional[ParallelInfo] = None) -> Prepared:
+    """Checks the call, allocates C (and argA/argB for max/min) and fills the params."""
     op = op_info
     a = op.A if uses_lhs(op.edge_op) else None
     b = op.B if uses_rhs(op.edge_op) else None
@@ -101,6 +126,8 @@ def ugrapher(graph: UGraph, op_info: OpInfo, parallel_info: Optional[ParallelInf
     sig, bc = signature(graph, op)
     c_rows = graph.num_dst if op.C_type == "dst" else graph.num_edges
     device = graph.device
+    if device.type not in ("cpu", "cuda"):
+        raise ValueError(f"dgl_ugraph runs on CPU and CUDA devices, not {device}")
     c = torch.empty((c_rows,) + bc.out_shape, dtype=dtype, device=device)
     arg_a = arg_b = None
     if op.gather_op in ("max", "min"):
@@ -108,15 +135,11 @@ def ugrapher(graph: UGraph, op_info: OpInfo, parallel_info: Optional[ParallelInf
             arg_a = torch.empty(c.shape, dtype=graph.idtype, device=device)
         if b is not None:
             arg_b = torch.empty(c.shape, dtype=graph.idtype, device=device)
-    if c.numel() == 0:
-        return c, arg_a, arg_b
-    if POISON_OUTPUTS:
-        c.fill_(float("nan"))
-        for t in (arg_a, arg_b):
-            if t is not None:
-                t.fill_(-7)
-
+    outputs = (c, arg_a, arg_b)
     core = _ext.core()
+    if c.numel() == 0:
+        return Prepared(None, outputs, (), device, core)
+
     p = core.Params()
     p.num_src, p.num_dst, p.num_edges = graph.num_src, graph.num_dst, graph.num_edges
     p.index_bits = 32 if graph.idtype == torch.int32 else 64
@@ -137,22 +160,22 @@ def ugrapher(graph: UGraph, op_info: OpInfo, parallel_info: Optional[ParallelInf
     a_off, b_off = _offsets(bc.a_off, device), _offsets(bc.b_off, device)
     p.a_off = a_off.data_ptr() if a_off is not None else 0
     p.b_off = b_off.data_ptr() if b_off is not None else 0
+    keep = [graph, a, b, a_off, b_off]
+    if device.type == "cuda":
+        pinfo = parallel_info or choose(graph, sig)
+        reason = why_not(pinfo.strategy, sig, graph.num_edges, _ext.compiled_cuda_keys())
+        if reason:
+            raise TypeError(f"{pinfo} cannot run this case: {reason}")
+        p.strategy, p.grouping, p.tiling = STRATEGY_CODE[pinfo.strategy], pinfo.grouping, pinfo.tiling
+        nbytes = core.cuda_workspace_bytes(p)
+        if nbytes:
+            workspace = torch.empty(nbytes, dtype=torch.uint8, device=device)
+            p.workspace, p.workspace_bytes = workspace.data_ptr(), nbytes
+            keep.append(workspace)
+    return Prepared(p, outputs, keep, device, core)
 
-    if device.type == "cpu":
-        core.run_cpu(p)
-        return c, arg_a, arg_b
-    if device.type != "cuda":
-        raise ValueError(f"dgl_ugraph runs on CPU and CUDA devices, not {device}")
-    pinfo = parallel_info or choose(graph, sig)
-    reason = why_not(pinfo.strategy, sig, graph.num_edges, _ext.compiled_cuda_keys())
-    if reason:
-        raise TypeError(f"{pinfo} cannot run this case: {reason}")
-    p.strategy, p.grouping, p.tiling = STRATEGY_CODE[pinfo.strategy], pinfo.grouping, pinfo.tiling
-    nbytes = core.cuda_workspace_bytes(p)
-    workspace = None
-    if nbytes:
-        workspace = torch.empty(nbytes, dtype=torch.uint8, device=device)
-        p.workspace, p.workspace_bytes = workspace.data_ptr(), nbytes
-    with torch.cuda.device(device):
-        core.run_cuda(p, torch.cuda.current_stream(device).cuda_stream)
-    return c, arg_a, arg_b
+
+def ugrapher(graph: UGraph, op_info: OpInfo, parallel_info: Optional[ParallelInfo] = None):
+    """Runs the unified operator. Returns (C, argA, argB); the args are None unless gather_op is
+    max/min and the edge_op reads that operand. On CPU, parallel_info is ignored."""
+    return prepare(graph, op_info, parallel_info).run()
