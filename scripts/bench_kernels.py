@@ -1,0 +1,241 @@
+"""Kernel benchmark on the GPU: our strategies vs cuSPARSE and the torch scatter/gather path.
+
+For each (graph, operator, F): the selector's choice (`ugraph`, a full `ugrapher` call), the best
+configuration found by search (`ugraph_best`) and each strategy's best (`ugraph_<strategy>`),
+cuSPARSE through torch.sparse.mm on CSR (sum cases), and the index_add_/scatter_reduce/gather
+path PyG uses (`torch_scatter`). Times are CUDA-event medians after warm-up, every impl of a case
+timed in the same run, beside the device-to-device copy bandwidth measured in that run. Every
+search timing is also written to a raw file: it is predictor training data.
+"""
+from __future__ import annotations
+
+import argparse
+import csv
+import gzip
+import itertools
+import math
+import os
+import pathlib
+import statistics
+import sys
+import time
+
+import torch
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from dgl_ugraph import graph_suite as gs  # noqa: E402
+from dgl_ugraph import ops  # noqa: E402
+from dgl_ugraph.abstraction import STRATEGIES, OpInfo, ParallelInfo  # noqa: E402
+from dgl_ugraph.graph import UGraph  # noqa: E402
+from dgl_ugraph.select import why_not  # noqa: E402
+from dgl_ugraph import _ext  # noqa: E402
+
+# name -> (edge_op, gather, (A type, A shape(F)), (B type, B shape(F)))
+OPERATORS = {
+    "copy_u-sum": ("copy_lhs", "sum", ("src", lambda f: (f,)), None),
+    "u_mul_e-sum": ("mul", "sum", ("src", lambda f: (f,)), ("edge", lambda f: (1,))),
+    "copy_u-max": ("copy_lhs", "max", ("src", lambda f: (f,)), None),
+    "gat_u_mul_e-sum": ("mul", "sum", ("src", lambda f: (4, f // 4)), ("edge", lambda f: (4, 1))),
+    "u_add_v": ("add", "none", ("src", lambda f: (4, f // 4)), ("dst", lambda f: (4, f // 4))),
+    "u_mul_v": ("mul", "none", ("src", lambda f: (4, f // 4)), ("dst", lambda f: (4, f // 4))),
+    "u_dot_v": ("dot", "none", ("src", lambda f: (f,)), ("dst", lambda f: (f,))),
+}
+GRIDS = {
+    "quick": ((1, 4, 16, 64), (1, 2, 4, 8, 32, 64)),
+    "full": ((1, 2, 4, 8, 16, 32, 64), (1, 2, 4, 8, 16, 32, 64)),
+}
+COLUMNS = ["device", "graph", "V", "E", "std_deg", "op", "F", "dtype", "impl", "config", "ms",
+           "bytes_compulsory", "bytes_noreuse", "copy_GBps"]
+
+
+def time_ms(fn, reps: int, warmup: int = 2) -> float:
+    """Median of per-call CUDA-event times over `reps` back-to-back calls."""
+    for _ in range(warmup):
+        fn()
+    starts = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
+    ends = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
+    for s, e in zip(starts, ends):
+        s.record()
+        fn()
+        e.record()
+    torch.cuda.synchronize()
+    return statistics.median(s.elapsed_time(e) for s, e in zip(starts, ends))
+
+
+def copy_bandwidth_gbps() -> float:
+    x = torch.empty(2 ** 28, dtype=torch.float32, device="cuda").uniform_()
+    y = torch.empty_like(x)
+    ms = time_ms(lambda: y.copy_(x), 20, 3)
+    return 2 * x.numel() * 4 / (ms * 1e-3) / 1e9
+
+
+def make_inputs(name, graph: UGraph, f: int, dtype, gen):
+    edge_op, gather, a_spec, b_spec = OPERATORS[name]
+    rows = {"src": graph.num_src, "dst": graph.num_dst, "edge": graph.num_edges}
+
+    def tensor(spec):
+        if spec is None:
+            return None, "null"
+        ttype, shape = spec
+        return torch.rand((rows[ttype],) + shape(f), generator=gen, device="cuda", dtype=torch.float32).to(dtype) + 0.5, ttype
+
+    a, at = tensor(a_spec)
+    b, bt = tensor(b_spec)
+    return OpInfo(edge_op, gather, a, at, b, bt, "edge" if gather == "none" else "dst")
+
+
+def byte_counts(op: OpInfo, graph: UGraph, out: torch.Tensor):
+    isz = graph.col.element_size()
+    fsz = out.element_size()
+    operands = [(t, ty) for t, ty in ((op.A, op.A_type), (op.B, op.B_type)) if t is not None]
+    compulsory = sum(t.numel() * fsz for t, _ in operands) + out.numel() * fsz
+    noreuse = out.numel() * fsz
+    for t, ty in operands:
+        noreuse += graph.num_edges * (t.numel() // t.shape[0]) * fsz
+    idx = graph.num_edges * isz * (2 if op.gather_op == "none" else 1)  # col (+ row for SDDMM)
+    if graph.eid is not None and (op.gather_op == "none" or "edge" in (op.A_type, op.B_type)):
+        idx += graph.num_edges * isz
+    if op.gather_op != "none":
+        idx += (graph.num_dst + 1) * isz
+    return compulsory + idx, noreuse + idx
+
+
+def baselines(name, op: OpInfo, graph: UGraph):
+    """{impl: callable} for the cuSPARSE and torch paths that compute this operator."""
+    col, row = graph.col.long(), graph.row.long()
+    eid = graph.eid.long() if graph.eid is not None else torch.arange(graph.num_edges, device="cuda")
+    out = {}
+    a, b = op.A, op.B
+    if name in ("copy_u-sum", "u_mul_e-sum") and a.dtype in (torch.float32, torch.float64):
+        vals = torch.ones(graph.num_edges, device="cuda", dtype=a.dtype) if b is None else b[eid, 0].contiguous()
+        csr = torch.sparse_csr_tensor(graph.indptr.long(), col, vals, (graph.num_dst, graph.num_src))
+        out["cusparse"] = lambda: torch.sparse.mm(csr, a)
+    n_out = graph.num_dst
+    if name == "copy_u-sum":
+        out["torch_scatter"] = lambda: torch.zeros((n_out,) + a.shape[1:], device="cuda", dtype=a.dtype).index_add_(0, row, a.index_select(0, col))
+    elif name in ("u_mul_e-sum", "gat_u_mul_e-sum"):
+        out["torch_scatter"] = lambda: torch.zeros((n_out,) + a.shape[1:], device="cuda", dtype=a.dtype).index_add_(0, row, a.index_select(0, col) * b.index_select(0, eid))
+    elif name == "copy_u-max":
+        idx = row.view(-1, 1).expand(-1, a.shape[1])
+        out["torch_scatter"] = lambda: torch.full((n_out, a.shape[1]), float("-inf"), device="cuda", dtype=a.dtype).scatter_reduce_(0, idx, a.index_select(0, col), "amax", include_self=True)
+    elif name in ("u_add_v", "u_mul_v", "u_dot_v"):
+        fn = {"u_add_v": torch.add, "u_mul_v": torch.mul}.get(name)
+
+        def sddmm():
+            x, y = a.index_select(0, col), b.index_select(0, row)
+            msg = fn(x, y) if fn else (x * y).sum(-1, keepdim=True)
+            res = torch.empty_like(msg)
+            res[eid] = msg
+            return res
+        out["torch_scatter"] = sddmm
+    return out
+
+
+def search(op: OpInfo, graph: UGraph, grid, budget_factor: float = 30.0):
+    """[(strategy, g, t, ms)] over the grid; a config slower than budget_factor x the best so
+    far is timed once and not repeated (it cannot win)."""
+    sig, _ = ops.signature(graph, op)
+    compiled = _ext.compiled_cuda_keys()
+    groupings, tilings = grid
+    results, best = [], math.inf
+    for strategy in STRATEGIES:
+        if why_not(strategy, sig, graph.num_edges, compiled):
+            continue
+        lanes = 32 if strategy.startswith("warp") else 1
+        max_t = max(1, math.ceil(sig.width / lanes))
+        for g, t in itertools.product(groupings, tilings):
+            if t > max_t:
+                continue
+            prep = ops.prepare(graph, op, ParallelInfo(strategy, g, t))
+            once = time_ms(prep.run, 1, 1)
+            ms = once if once > budget_factor * best else time_ms(prep.run, 5 if once > 1 else 15, 0)
+            best = min(best, ms)
+            results.append((strategy, g, t, ms))
+    return results
+
+
+def graphs(args):
+    specs = list(gs.PAPER_STANDINS) + ([] if args.no_large else list(gs.LARGE))
+    if args.scale != 1.0:
+        specs = [gs.scaled(s, args.scale) for s in specs]
+    for spec in specs:
+        yield (spec.name,) + gs.make(spec)
+    if not args.no_datasets:
+        yield from gs.shared_datasets()
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--out", default=str(ROOT / "bench" / "kernels.csv"))
+    ap.add_argument("--search-out", default=str(ROOT / "bench" / "kernels_search.csv.gz"))
+    ap.add_argument("--widths", default="16,64,256")
+    ap.add_argument("--ops", default=",".join(OPERATORS))
+    ap.add_argument("--dtypes", default="float32")
+    ap.add_argument("--grid", choices=GRIDS, default="quick")
+    ap.add_argument("--scale", type=float, default=1.0, help="shrink the synthetic graphs (smoke runs)")
+    ap.add_argument("--no-large", action="store_true")
+    ap.add_argument("--no-datasets", action="store_true")
+    ap.add_argument("--budget-s", type=float, default=420.0, help="stop starting new graphs after this")
+    args = ap.parse_args()
+
+    torch.backends.cuda.matmul.allow_tf32 = False
+    device = torch.cuda.get_device_name()
+    copy_gbps = copy_bandwidth_gbps()
+    print(f"{device}: copy bandwidth {copy_gbps:.0f} GB/s (read+write)", flush=True)
+    widths = [int(x) for x in args.widths.split(",")]
+    dtypes = [getattr(torch, d) for d in args.dtypes.split(",")]
+    grid = GRIDS[args.grid]
+    t0 = time.time()
+    gen = torch.Generator(device="cuda").manual_seed(0)
+    rows, search_rows = [], []
+    for gname, src, dst, n in graphs(args):
+        if time.time() - t0 > args.budget_s:
+            print(f"budget reached: stopping before {gname}", flush=True)
+            break
+        graph = UGraph.from_coo(src.cuda(), dst.cuda(), n, n, torch.int32)
+        st = graph.stats
+        for name, f, dtype in itertools.product(args.ops.split(","), widths, dtypes):
+            op = make_inputs(name, graph, f, dtype, gen)
+            c = ops.ugrapher(graph, op)[0]
+            bc, bn = byte_counts(op, graph, c)
+            base = dict(device=device, graph=gname, V=n, E=graph.num_edges, std_deg=round(st.std, 3), op=name, F=f,
+                        dtype=str(dtype).replace("torch.", ""), bytes_compulsory=bc, bytes_noreuse=bn,
+                        copy_GBps=round(copy_gbps, 1))
+            found = search(op, graph, grid)
+            for strategy, g, t, ms in found:
+                search_rows.append(dict(base, impl=strategy, config=f"{strategy}:{g}:{t}", ms=round(ms, 5)))
+            case = []
+            for strategy in STRATEGIES:
+                mine = [r for r in found if r[0] == strategy]
+                if mine:
+                    s, g, t, ms = min(mine, key=lambda r: r[3])
+                    case.append(dict(base, impl=f"ugraph_{strategy}", config=f"{s}:{g}:{t}", ms=round(ms, 5)))
+            s, g, t, ms = min(found, key=lambda r: r[3])
+            case.append(dict(base, impl="ugraph_best", config=f"{s}:{g}:{t}", ms=round(ms, 5)))
+            chosen = ops.choose(graph, ops.signature(graph, op)[0])
+            case.append(dict(base, impl="ugraph", config=str(chosen), ms=round(time_ms(lambda: ops.ugrapher(graph, op), 15), 5)))
+            for impl, fn in baselines(name, op, graph).items():
+                case.append(dict(base, impl=impl, config="", ms=round(time_ms(fn, 15), 5)))
+            rows += case
+            print(f"{gname:28} {name:16} F={f:<4} " + " ".join(
+                f"{r['impl']}={r['ms']:.4f}" for r in case if not r["impl"].startswith("ugraph_") or r["impl"] == "ugraph_best"),
+                flush=True)
+        del graph
+        torch.cuda.empty_cache()
+    pathlib.Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+    with open(args.out, "w", newline="") as fh:
+        w = csv.DictWriter(fh, COLUMNS)
+        w.writeheader()
+        w.writerows(rows)
+    with gzip.open(args.search_out, "wt", newline="") as fh:
+        w = csv.DictWriter(fh, COLUMNS)
+        w.writeheader()
+        w.writerows(search_rows)
+    print(f"wrote {len(rows)} rows to {args.out} and {len(search_rows)} search timings to {args.search_out} "
+          f"in {time.time() - t0:.0f} s")
+
+
+if __name__ == "__main__":
+    main()
