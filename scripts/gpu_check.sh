@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# One call on the GPU machine: build, test, sanitize and benchmark; results under $OUT.
+#   bash scripts/gpu_check.sh [build] [test] [sanitize] [bench] [collect]   (default: build test sanitize bench)
+# The CUDA library is taken from .prebuilt/ when its source hash matches these sources (build it
+# here with `make cuda-lib`); otherwise everything is built on the GPU machine.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+OUT=${OUT:-/tmp/ugraph_out}
+mkdir -p "$OUT"
+export PYTHONUNBUFFERED=1 PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH}
+PY=${PYTHON:-python3}
+stages=${*:-build test sanitize bench}
+has() { [[ " $stages " == *" $1 "* ]]; }
+status=0
+
+if has build; then
+  want=$($PY csrc/source_hash.py --archs 90)
+  lib=.prebuilt/libugraph_cuda.so
+  if [ -f "$lib" ] && [ "$($PY csrc/source_hash.py --of-library $lib 2>/dev/null)" = "$want" ]; then
+    echo "using prebuilt CUDA core $want"
+    export UGRAPH_CUDA_PREBUILT=$PWD/$lib
+  else
+    echo "prebuilt CUDA core missing or stale: building it here"
+    unset UGRAPH_CUDA_PREBUILT
+  fi
+  t=$(date +%s)
+  UGRAPH_CUDA=ON UGRAPH_CUDA_ARCHS=90 PYTHON=$PY bash scripts/build_inplace.sh 2>&1 | tail -5 || exit 1
+  echo "build: $(( $(date +%s) - t )) s"
+  $PY -c "import dgl_ugraph._ext as e; print(e._C.build_info())" | tee "$OUT/build_info.txt" || exit 1
+  nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.sm,clocks.mem --format=csv | tee -a "$OUT/build_info.txt"
+fi
+
+if has test; then
+  t=$(date +%s)
+  $PY -m pytest tests/gpu -q -rs -p no:cacheprovider 2>&1 | tee "$OUT/gpu_tests.log" | tail -40
+  [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+  echo "gpu tests: $(( $(date +%s) - t )) s"
+fi
+
+if has sanitize; then
+  t=$(date +%s)
+  for tool in memcheck racecheck; do
+    compute-sanitizer --tool $tool --error-exitcode 9 $PY tests/gpu/test_kernels_gpu.py > "$OUT/sanitize_$tool.log" 2>&1
+    rc=$?
+    echo "compute-sanitizer $tool: exit $rc; $(grep -E 'ERROR SUMMARY|smoke:' "$OUT/sanitize_$tool.log" | tr '\n' ' ')"
+    [ $rc -eq 0 ] || status=1
+  done
+  echo "sanitize: $(( $(date +%s) - t )) s"
+fi
+
+if has bench; then
+  $PY scripts/bench_kernels.py --out "$OUT/kernels.csv" --search-out "$OUT/kernels_search.csv.gz" \
+      --budget-s "${BENCH_BUDGET_S:-300}" ${BENCH_ARGS:-} 2>&1 | tee "$OUT/bench.log" | tail -15
+  $PY scripts/summarize_kernels.py "$OUT/kernels.csv" --out "$OUT/kernels.md" && cat "$OUT/kernels.md"
+fi
+
+if has collect; then
+  $PY scripts/collect.py --out-dir "$OUT" --budget-s "${COLLECT_BUDGET_S:-400}" ${COLLECT_ARGS:-} 2>&1 | tee "$OUT/collect.log" | tail -15
+fi
+exit $status
