@@ -1,0 +1,141 @@
+"""The graph-tensor cache: one UGraph per set of DGL adjacency arrays, built once and reused.
+
+DGL hands the kernels a `HeteroGraphIndex` (gidx). Several gidx objects can share one set of
+arrays: above all, `gidx.reverse()`, which every backward pass calls, returns a new object on
+every call whose in-CSR is the original's out-CSR. So entries are keyed on the arrays' addresses
+and sizes, and each gidx object is only a fast path to its entry.
+
+Lifetimes:
+  * An entry holds zero-copy torch views of DGL's arrays, so while it lives those addresses
+    cannot be reused by another graph: a key never points at a stale entry. A mutated graph
+    (`add_edges`, `remove_edges`, ...) has new arrays, hence a new key.
+  * `_by_gidx` holds an entry strongly only while one of its gidx objects is alive (a weak
+    reference's callback drops it); `_by_arrays` holds entries weakly. A reverse graph's entry is
+    owned by its forward graph's entry, so it survives the short-lived gidx objects that
+    `reverse()` makes and dies with the forward graph. Nothing outlives the user's graphs.
+"""
+from __future__ import annotations
+
+import threading
+import weakref
+from typing import Dict, Optional, Tuple, Union
+
+from .graph import UGraph
+
+_by_gidx: Dict[int, Tuple[weakref.ref, object]] = {}
+_by_arrays: "weakref.WeakValueDictionary[tuple, GraphEntry]" = weakref.WeakValueDictionary()
+_lock = threading.Lock()
+
+
+class GraphEntry:
+    """A UGraph and the per-signature decisions made on it."""
+
+    __slots__ = ("ugraph", "key", "decisions", "reverse", "__weakref__")
+
+    def __init__(self, ugraph: UGraph, key: tuple):
+        self.ugraph = ugraph
+        self.key = key
+        self.decisions: dict = {}
+        self.reverse: Optional[GraphEntry] = None
+
+    @property
+    def num_edges(self) -> int:
+        return self.ugraph.num_edges
+
+
+def _dgl_api():
+    # Imported on first use: this module must import without DGL for the kernel-only tests.
+    from dgl import heterograph_index
+    return heterograph_index
+
+
+def _array_key(nd) -> tuple:
+    c = nd.handle.contents
+    return ((c.data or 0) + c.byte_offset, c.shape[0] if c.ndim else 0, c.dtype.bits,
+            c.ctx.device_type, c.ctx.device_id)
+
+
+def _adjacency(gidx, in_edges: bool):
+    """DGL's (indptr, indices, eids) NDArrays: the CSC when in_edges, else the CSR. Creates the
+    format if it does not exist yet, as DGL's own kernels would."""
+    result = _dgl_api()._CAPI_DGLHeteroGetAdj(gidx, 0, in_edges, "csr")
+    return tuple(result(i) for i in range(3))
+
+
+def _graph_key(arrays, num_src: int, num_dst: int) -> tuple:
+    return (num_src, num_dst) + tuple(_array_key(a) for a in arrays)
+
+
+def _created_formats(gidx) -> frozenset:
+    return frozenset(str(f) for f in _dgl_api()._CAPI_DGLHeteroGetCreatedFormats(gidx))
+
+
+def _build(arrays, num_src: int, key: tuple) -> GraphEntry:
+    from dgl.backend import zerocopy_from_dgl_ndarray
+    indptr, indices, eids = (zerocopy_from_dgl_ndarray(a) for a in arrays)
+    ugraph = UGraph.from_csc(indptr, indices, eids if eids.numel() else None, num_src, idtype=indices.dtype)
+    return GraphEntry(ugraph, key)
+
+
+def _resolve(gidx) -> Union[GraphEntry, str]:
+    etypes = gidx.number_of_etypes()
+    if etypes != 1:
+        return f"heterograph with {etypes} edge types: dgl_ugraph runs graphs of one edge type"
+    srctype, dsttype = gidx.metagraph.find_edge(0)
+    num_src, num_dst = gidx.num_nodes(srctype), gidx.num_nodes(dsttype)
+    created = _created_formats(gidx)
+    csc = None
+    if "csc" in created:
+        csc = _adjacency(gidx, True)
+        entry = _by_arrays.get(_graph_key(csc, num_src, num_dst))
+        if entry is not None:
+            return entry
+    forward = None
+    if "csr" in created:
+        # A reverse graph's out-CSR is its forward graph's in-CSR (CSC), shared, not copied.
+        forward = _by_arrays.get(_graph_key(_adjacency(gidx, False), num_dst, num_src))
+    if csc is None:
+        try:
+            csc = _adjacency(gidx, True)
+        except Exception as exc:  # a graph restricted to other formats: g.formats('coo')
+            return f"the graph cannot have a CSC ({str(exc).splitlines()[0]}); DGL runs its own kernels"
+    key = _graph_key(csc, num_src, num_dst)
+    entry = _by_arrays.get(key)
+    if entry is not None:
+        return entry
+    entry = _build(csc, num_src, key)
+    if forward is not None:
+        forward.reverse = entry
+    _by_arrays[key] = entry
+    return entry
+
+
+def _forget(gidx_id: int):
+    def callback(ref):
+        slot = _by_gidx.get(gidx_id)
+        if slot is not None and slot[0] is ref:
+            del _by_gidx[gidx_id]
+    return callback
+
+
+def entry_for(gidx) -> Union[GraphEntry, str]:
+    """The cached entry for a gidx, or the reason it cannot have one (then DGL runs the call)."""
+    slot = _by_gidx.get(id(gidx))
+    if slot is not None and slot[0]() is gidx:
+        return slot[1]
+    with _lock:
+        result = _resolve(gidx)
+        _by_gidx[id(gidx)] = (weakref.ref(gidx, _forget(id(gidx))), result)
+    return result
+
+
+def cached_graphs() -> int:
+    """How many graph entries are alive (for tests and stats)."""
+    return len(_by_arrays)
+
+
+def clear():
+    """Drops every entry; live graphs are rebuilt on their next call."""
+    with _lock:
+        _by_gidx.clear()
+        _by_arrays.clear()

@@ -1,0 +1,407 @@
+"""Routes DGL's generalized SpMM and SDDMM through dgl_ugraph, with DGL's exact contract.
+
+DGL's PyTorch backend (dgl/backend/pytorch/sparse.py) binds `_gspmm`, `_gsddmm` and their
+heterograph twins from dgl._sparse_ops at import time, and its autograd functions (GSpMM, GSDDMM,
+EdgeSoftmax, ...) look those module globals up on every call, forward and backward. Replacing the
+globals there reroutes update_all/apply_edges with builtins, dgl.ops, the CUDA edge_softmax and
+every backward pass; patching dgl._sparse_ops would change nothing.
+
+Each call is recognized once per (graph, signature): the switching table maps DGL's
+(op, reduce_op, targets) to uGrapher's op_info, and the operands' dtype, device, rows and
+broadcast shapes decide whether dgl_ugraph can run it exactly as DGL would. Whatever it cannot
+run goes to DGL's own function, with the reason in stats(); DGL then computes it or raises its own
+error. Heterograph calls (several edge types) always go to DGL and are only counted.
+"""
+from __future__ import annotations
+
+import contextlib
+import inspect
+import re
+import threading
+import warnings
+from typing import Optional
+
+import torch
+
+from . import _ext, cache, patterns
+from . import stats as _stats
+from .abstraction import OpInfo, broadcast
+from .ops import choose, signature, ugrapher
+
+# The DGL releases whose dgl.backend.pytorch.sparse binds these names with these signatures.
+SUPPORTED_DGL = ((1, 1), (2, 4))
+_SIGNATURES = {
+    "_gspmm": ("gidx", "op", "reduce_op", "u", "e"),
+    "_gsddmm": ("gidx", "op", "lhs", "rhs", "lhs_target", "rhs_target"),
+    "_gspmm_hetero": ("gidx", "op", "reduce_op", "u_len", "u_and_e_tuple"),
+    "_gsddmm_hetero": ("gidx", "op", "lhs_len", "lhs_target", "rhs_target", "lhs_and_rhs_tuple"),
+}
+# DGL's CPU kernels refuse float16 ("Feature data can only be bfloat16/float32/float64 on CPU").
+_DTYPES = {"cpu": (torch.float32, torch.float64, torch.bfloat16),
+           "cuda": (torch.float32, torch.float64, torch.float16, torch.bfloat16)}
+
+
+class UnsupportedDGLError(RuntimeError):
+    """This DGL cannot be patched safely; it was left untouched."""
+
+
+class UGraphFallbackWarning(RuntimeWarning):
+    """dgl_ugraph failed on a call it should run; DGL's kernels run it instead."""
+
+
+_dgl = {}  # DGL's own functions, captured by enable()
+_enabled = False
+_lock = threading.Lock()
+_warned = set()
+_failed = {}  # (pattern, signature) -> reason: signatures whose kernel raised, run on DGL from then on
+
+
+def _check_dgl():
+    """dgl.backend.pytorch.sparse if this DGL can be patched, else UnsupportedDGLError."""
+    import dgl
+
+    version = getattr(dgl, "__version__", "unknown")
+    match = re.match(r"(\d+)\.(\d+)", version)
+    low, high = SUPPORTED_DGL
+    if not match or not low <= (int(match.group(1)), int(match.group(2))) <= high:
+        raise UnsupportedDGLError(
+            f"dgl_ugraph supports DGL {low[0]}.{low[1]} to {high[0]}.{high[1]}, found DGL {version}; "
+            "DGL was left untouched and runs its own kernels")
+    backend = getattr(dgl.backend, "backend_name", None)
+    if backend != "pytorch":
+        raise UnsupportedDGLError(f"dgl_ugraph needs DGL's PyTorch backend, DGL runs on {backend!r}; DGL was left untouched")
+    from dgl.backend.pytorch import sparse
+
+    for name, params in _SIGNATURES.items():
+        func = getattr(sparse, name, None)
+        if func is None:
+            raise UnsupportedDGLError(f"DGL {version} has no dgl.backend.pytorch.sparse.{name}; DGL was left untouched")
+        if func is _REPLACEMENTS[name]:
+            continue
+        found = tuple(inspect.signature(func).parameters)
+        if found != params:
+            raise UnsupportedDGLError(
+                f"DGL {version}'s dgl.backend.pytorch.sparse.{name}{found} is not the expected {name}{params}; "
+                "DGL was left untouched")
+    return sparse
+
+
+def enable():
+    """Routes DGL's gspmm/gsddmm through dgl_ugraph. Raises UnsupportedDGLError (and changes
+    nothing) on a DGL it does not know."""
+    global _enabled
+    with _lock:
+        if _enabled:
+            return
+        sparse = _check_dgl()
+        for name in _SIGNATURES:
+            _dgl[name] = getattr(sparse, name)
+        for name in _SIGNATURES:
+            setattr(sparse, name, _REPLACEMENTS[name])
+        _enabled = True
+
+
+def disable():
+    """Puts DGL's own function objects back."""
+    global _enabled
+    with _lock:
+        if not _enabled:
+            return
+        from dgl.backend.pytorch import sparse
+
+        for name, original in _dgl.items():
+            if getattr(sparse, name) is _REPLACEMENTS[name]:
+                setattr(sparse, name, original)
+            else:
+                warnings.warn(f"dgl.backend.pytorch.sparse.{name} was replaced again after dgl_ugraph; "
+                              "leaving that replacement in place", RuntimeWarning, stacklevel=2)
+        _enabled = False
+
+
+def is_enabled() -> bool:
+    return _enabled
+
+
+@contextlib.contextmanager
+def disabled():
+    """Runs the block on DGL's own kernels, then restores the previous state."""
+    was = _enabled
+    disable()
+    try:
+        yield
+    finally:
+        if was:
+            enable()
+
+
+def enable_quietly():
+    """enable(), turning a refusal into a warning: used where importing must never break a program."""
+    try:
+        enable()
+    except UnsupportedDGLError as exc:
+        warnings.warn(str(exc), RuntimeWarning, stacklevel=2)
+
+
+def _warn_once(key, message: str):
+    if key not in _warned:
+        _warned.add(key)
+        warnings.warn(message, UGraphFallbackWarning, stacklevel=4)
+
+
+# ---- recognition ------------------------------------------------------------------------------
+
+
+class _Decision:
+    """How one (graph, signature) runs: on dgl_ugraph (pattern set) or on DGL (pattern None)."""
+
+    __slots__ = ("record", "pattern", "parallel_info", "out_shape", "expand_lhs", "expand_rhs", "squeeze_out",
+                 "failure_key")
+
+    def __init__(self, record, pattern=None, parallel_info=None, out_shape=(), expand_lhs=False,
+                 expand_rhs=False, squeeze_out=False, failure_key=None):
+        self.record = record
+        self.pattern = pattern
+        self.parallel_info = parallel_info
+        self.out_shape = out_shape
+        self.expand_lhs = expand_lhs
+        self.expand_rhs = expand_rhs
+        self.squeeze_out = squeeze_out
+        self.failure_key = failure_key
+
+
+def _meta(t):
+    if t is None:
+        return None
+    if isinstance(t, torch.Tensor):
+        return (t.shape, t.dtype, t.device)
+    return ("object", type(t))
+
+
+def _name(dtype) -> str:
+    return str(dtype).replace("torch.", "")
+
+
+def _stats_signature(lhs, rhs, idtype: str) -> tuple:
+    x = lhs if isinstance(lhs, torch.Tensor) else rhs
+    if not isinstance(x, torch.Tensor):
+        return ("-", None, None, "-", idtype)
+
+    def feat(t):
+        return tuple(t.shape[1:]) if isinstance(t, torch.Tensor) else None
+
+    return (_name(x.dtype), feat(lhs), feat(rhs), str(x.device), idtype)
+
+
+def _rows(entry, ttype: str) -> int:
+    g = entry.ugraph
+    return {"src": g.num_src, "dst": g.num_dst, "edge": g.num_edges}[ttype]
+
+
+def _why_not(entry, pattern, op, lhs, rhs) -> Optional[str]:
+    """None if dgl_ugraph computes this call exactly as DGL would, else the reason it cannot."""
+    graph = entry.ugraph
+    used = [(side, t, ttype) for side, t, ttype in (("lhs", lhs, pattern.A_type), ("rhs", rhs, pattern.B_type))
+            if ttype != "null"]
+    for side, t, _ in used:
+        if not isinstance(t, torch.Tensor):
+            return f"{side} is {type(t).__name__}, not a tensor (DGL raises)"
+        if t.dim() == 0:
+            return f"{side} is a 0-d tensor (DGL decides)"
+    dtypes = {t.dtype for _, t, _ in used}
+    if len(dtypes) > 1:
+        return f"lhs is {_name(lhs.dtype)} and rhs {_name(rhs.dtype)}: DGL raises its dtype-mismatch error"
+    dtype = dtypes.pop()
+    devices = {t.device for _, t, _ in used}
+    if devices != {graph.device}:
+        return f"operands on {sorted(map(str, devices))}, graph on {graph.device} (DGL decides)"
+    if graph.device.type not in _DTYPES:
+        return f"device {graph.device.type}: dgl_ugraph runs on cpu and cuda"
+    if dtype not in _DTYPES[graph.device.type]:
+        if dtype == torch.float16 and graph.device.type == "cpu":
+            return "float16 on CPU: DGL's CPU kernels refuse it (DGL raises)"
+        return f"{_name(dtype)} features: DGL's kernels take floating point only (DGL decides)"
+    for side, t, ttype in used:
+        if t.shape[0] != _rows(entry, ttype):
+            return f"{side} has {t.shape[0]} rows for {_rows(entry, ttype)} {ttype} items (DGL raises)"
+    return None
+
+
+def _shapes(pattern, op, lhs, rhs):
+    """(out feature shape, expand_lhs, expand_rhs, squeeze_out) as DGL computes them, or a reason."""
+    from dgl._sparse_ops import infer_broadcast_shape
+
+    use_lhs, use_rhs = pattern.A_type != "null", pattern.B_type != "null"
+    expand_lhs = use_lhs and lhs.dim() == 1
+    expand_rhs = use_rhs and rhs.dim() == 1
+    a_shape = (tuple(lhs.shape[1:]) or (1,)) if use_lhs else None
+    b_shape = (tuple(rhs.shape[1:]) or (1,)) if use_rhs else None
+    try:
+        expected = tuple(infer_broadcast_shape(op, a_shape or (), b_shape or ()))
+        ours = broadcast(pattern.edge_op, a_shape, b_shape).out_shape
+    except Exception as exc:  # DGL's own check refuses the shapes: let DGL raise it
+        return f"feature shapes {a_shape} and {b_shape}: {str(exc).splitlines()[0]} (DGL raises)"
+    if ours != expected:
+        return f"broadcast of {a_shape} and {b_shape} gives {ours} here but {expected} in DGL"
+    squeeze_out = (expand_lhs or not use_lhs) and (expand_rhs or not use_rhs)
+    return ours, expand_lhs, expand_rhs, squeeze_out
+
+
+def _decide(entry, key: str, op: str, lhs, rhs) -> _Decision:
+    graph = entry.ugraph
+    sig = _stats_signature(lhs, rhs, _name(graph.idtype))
+    found = patterns.lookup(key)
+    if isinstance(found, str):
+        return _Decision(_stats.record(key, sig, _stats.DGL, found))
+    reason = _why_not(entry, found, op, lhs, rhs)
+    shapes = None
+    if reason is None:
+        shapes = _shapes(found, op, lhs, rhs)
+        if isinstance(shapes, str):
+            reason = shapes
+    if reason is None and (key, sig) in _failed:
+        reason = _failed[(key, sig)]
+    if reason is None and _ext._C is None:
+        reason = _ext.LOAD_ERROR
+        _warn_once("core", f"dgl_ugraph: {reason}; DGL's own kernels run every call")
+    if reason is not None:
+        return _Decision(_stats.record(key, sig, _stats.DGL, reason))
+    out_shape, expand_lhs, expand_rhs, squeeze_out = shapes
+    op_info = f"({found.edge_op}, {found.gather_op}, {found.A_type}, {found.B_type}, {found.C_type})"
+    parallel_info = None
+    config = "cpu"
+    if graph.device.type == "cuda":
+        try:
+            if not _ext.has_cuda():
+                raise TypeError("this build of dgl_ugraph has no CUDA core")
+            probe = _op_info(found, lhs.unsqueeze(-1) if expand_lhs else lhs, rhs.unsqueeze(-1) if expand_rhs else rhs)
+            parallel_info = choose(graph, signature(graph, probe)[0])
+        except TypeError as exc:
+            return _Decision(_stats.record(key, sig, _stats.DGL, str(exc)))
+        config = str(parallel_info)
+    record = _stats.record(key, sig, _stats.UGRAPHER, config, op_info)
+    return _Decision(record, found, parallel_info, out_shape, expand_lhs, expand_rhs, squeeze_out, (key, sig))
+
+
+def _op_info(pattern, lhs, rhs) -> OpInfo:
+    return OpInfo(pattern.edge_op, pattern.gather_op, lhs if pattern.A_type != "null" else None, pattern.A_type,
+                  rhs if pattern.B_type != "null" else None, pattern.B_type, pattern.C_type)
+
+
+def _after_failure(entry, sig_key, decision: _Decision, exc: Exception) -> _Decision:
+    """Our kernel raised on a call it accepted: this signature runs on DGL from now on."""
+    reason = f"the dgl_ugraph kernel raised {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
+    key, sig = decision.failure_key
+    if decision.failure_key not in _failed:
+        _failed[decision.failure_key] = reason
+        _warn_once(decision.failure_key, f"dgl_ugraph: {key} {sig}: {reason}; DGL's own kernels run it from now on")
+    fallback = _Decision(_stats.record(key, sig, _stats.DGL, _failed[decision.failure_key]))
+    entry.decisions[sig_key] = fallback
+    return fallback
+
+
+def _graph_fallback(key: str, reason: str, lhs, rhs, gidx):
+    _stats.record(key, _stats_signature(lhs, rhs, gidx.dtype), _stats.DGL, reason).calls += 1
+
+
+# ---- the replacements ---------------------------------------------------------------------------
+
+
+def _run_spmm(d: _Decision, entry, lhs, rhs):
+    if d.expand_lhs:
+        lhs = lhs.unsqueeze(-1)
+    if d.expand_rhs:
+        rhs = rhs.unsqueeze(-1)
+    graph = entry.ugraph
+    p = d.pattern
+    if graph.num_edges == 0:
+        # DGL skips its kernel on a graph without edges and returns the zeros it allocated.
+        x = lhs if p.A_type != "null" else rhs
+        out = torch.zeros((graph.num_dst,) + d.out_shape, dtype=x.dtype, device=x.device)
+        cmp = p.gather_op in ("max", "min")
+        arg_a = torch.zeros(out.shape, dtype=graph.idtype, device=x.device) if cmp and p.A_type != "null" else None
+        arg_b = torch.zeros(out.shape, dtype=graph.idtype, device=x.device) if cmp and p.B_type != "null" else None
+    else:
+        out, arg_a, arg_b = ugrapher(graph, _op_info(p, lhs, rhs), d.parallel_info)
+    if d.squeeze_out:
+        out = out.squeeze(-1)
+    if d.expand_lhs and arg_a is not None:
+        arg_a = arg_a.squeeze(-1)
+    if d.expand_rhs and arg_b is not None:
+        arg_b = arg_b.squeeze(-1)
+    return out, (arg_a, arg_b)
+
+
+def _run_sddmm(d: _Decision, entry, lhs, rhs):
+    if d.expand_lhs:
+        lhs = lhs.unsqueeze(-1)
+    if d.expand_rhs:
+        rhs = rhs.unsqueeze(-1)
+    out = ugrapher(entry.ugraph, _op_info(d.pattern, lhs, rhs), d.parallel_info)[0]
+    return out.squeeze(-1) if d.squeeze_out else out
+
+
+def _gspmm(gidx, op, reduce_op, u, e):
+    lhs = u if op != "copy_rhs" else None
+    rhs = e if op != "copy_lhs" else None
+    entry = cache.entry_for(gidx)
+    if entry.__class__ is str:
+        _graph_fallback(patterns.spmm_key(op, reduce_op), entry, lhs, rhs, gidx)
+        return _dgl["_gspmm"](gidx, op, reduce_op, u, e)
+    sig_key = ("gspmm", op, reduce_op, _meta(lhs), _meta(rhs))
+    d = entry.decisions.get(sig_key)
+    if d is None:
+        d = entry.decisions[sig_key] = _decide(entry, patterns.spmm_key(op, reduce_op), op, lhs, rhs)
+    if d.pattern is not None:
+        try:
+            result = _run_spmm(d, entry, lhs, rhs)
+        except Exception as exc:  # never the reason a run breaks: DGL computes it instead
+            d = _after_failure(entry, sig_key, d, exc)
+        else:
+            d.record.calls += 1
+            return result
+    d.record.calls += 1
+    return _dgl["_gspmm"](gidx, op, reduce_op, u, e)
+
+
+def _gsddmm(gidx, op, lhs, rhs, lhs_target="u", rhs_target="v"):
+    used_lhs = lhs if op != "copy_rhs" else None
+    used_rhs = rhs if op != "copy_lhs" else None
+    entry = cache.entry_for(gidx)
+    if entry.__class__ is str:
+        _graph_fallback(patterns.sddmm_key(op, lhs_target, rhs_target), entry, used_lhs, used_rhs, gidx)
+        return _dgl["_gsddmm"](gidx, op, lhs, rhs, lhs_target, rhs_target)
+    sig_key = ("gsddmm", op, lhs_target, rhs_target, _meta(used_lhs), _meta(used_rhs))
+    d = entry.decisions.get(sig_key)
+    if d is None:
+        d = entry.decisions[sig_key] = _decide(entry, patterns.sddmm_key(op, lhs_target, rhs_target), op,
+                                               used_lhs, used_rhs)
+    if d.pattern is not None:
+        try:
+            result = _run_sddmm(d, entry, used_lhs, used_rhs)
+        except Exception as exc:  # never the reason a run breaks: DGL computes it instead
+            d = _after_failure(entry, sig_key, d, exc)
+        else:
+            d.record.calls += 1
+            return result
+    d.record.calls += 1
+    return _dgl["_gsddmm"](gidx, op, lhs, rhs, lhs_target, rhs_target)
+
+
+def _hetero_reason(gidx) -> str:
+    return f"{patterns.unsupported_reason('gspmm_hetero:*:*:*:*')} ({gidx.number_of_etypes()} edge types)"
+
+
+def _gspmm_hetero(gidx, op, reduce_op, u_len, u_and_e_tuple):
+    key = patterns.hetero_key("gspmm_hetero", op, reduce_op)
+    _stats.record(key, ("-", None, None, "-", gidx.dtype), _stats.DGL, _hetero_reason(gidx)).calls += 1
+    return _dgl["_gspmm_hetero"](gidx, op, reduce_op, u_len, u_and_e_tuple)
+
+
+def _gsddmm_hetero(gidx, op, lhs_len, lhs_target="u", rhs_target="v", lhs_and_rhs_tuple=None):
+    key = patterns.hetero_key("gsddmm_hetero", op)
+    _stats.record(key, ("-", None, None, "-", gidx.dtype), _stats.DGL, _hetero_reason(gidx)).calls += 1
+    return _dgl["_gsddmm_hetero"](gidx, op, lhs_len, lhs_target, rhs_target, lhs_and_rhs_tuple)
+
+
+_REPLACEMENTS = {"_gspmm": _gspmm, "_gsddmm": _gsddmm, "_gspmm_hetero": _gspmm_hetero,
+                 "_gsddmm_hetero": _gsddmm_hetero}
