@@ -1,0 +1,46 @@
+"""GraphSAGE (Hamilton et al., NeurIPS 2017) full-graph node classification with the mean, gcn or
+pool aggregator, as in DGL's examples.
+
+    python models/sage.py --dataset cora --aggregator mean
+    python models/sage.py --synthetic --aggregator pool --device cuda
+"""
+import torch.nn as nn
+import torch.nn.functional as F
+
+import dgl.nn as dglnn
+
+from data import arg_parser, load, train
+
+
+class SAGE(nn.Module):
+    def __init__(self, in_size, hid_size, out_size, aggregator="mean", dropout=0.5):
+        super().__init__()
+        self.layers = nn.ModuleList([
+            dglnn.SAGEConv(in_size, hid_size, aggregator),
+            dglnn.SAGEConv(hid_size, out_size, aggregator),
+        ])
+        self.dropout = nn.Dropout(dropout)
+
+    def forward(self, g, features):
+        h = self.dropout(features)
+        for i, layer in enumerate(self.layers):
+            h = layer(g, h)
+            if i != len(self.layers) - 1:
+                h = self.dropout(F.relu(h))
+        return h
+
+
+def main():
+    parser = arg_parser("GraphSAGE node classification")
+    parser.add_argument("--hidden", type=int, default=16)
+    parser.add_argument("--aggregator", choices=("mean", "gcn", "pool"), default="mean")
+    args = parser.parse_args()
+    g, feat, labels, train_mask, val_mask, test_mask, classes = load(args)
+    model = SAGE(feat.shape[1], args.hidden, classes, args.aggregator).to(feat.device)
+    print(f"SAGE-{args.aggregator} on {'synthetic' if args.synthetic else args.dataset}: {g.num_nodes()} nodes, "
+          f"{g.num_edges()} edges, {feat.shape[1]} features, {classes} classes, {feat.device}")
+    train(model, g, feat, labels, train_mask, val_mask, test_mask, args)
+
+
+if __name__ == "__main__":
+    main()
