@@ -1,0 +1,276 @@
+// What every strategy shares: element conversions, read-only loads, the graph and operand
+// addressing of params.h, launch geometry, the packed max/min keys, and CUDA error plumbing.
+#pragma once
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <type_traits>
+
+#include "ugraph/params.h"
+
+// Returns the cudaError_t of EXPR from the enclosing function when it is not cudaSuccess.
+#define UG_CUDA_TRY(EXPR)                      \
+  do {                                         \
+    const cudaError_t ug_err_ = (EXPR);        \
+    if (ug_err_ != cudaSuccess) return ug_err_; \
+  } while (0)
+
+namespace ugraph {
+
+constexpr int kBlock = 256;
+constexpr int kWarp = 32;
+constexpr int kWarpsPerBlock = kBlock / kWarp;
+// Every kernel declares __launch_bounds__(kBlock, kMinBlocks). Without a minimum, ptxas spills
+// loop-invariant state to local memory to reach the next occupancy step; with it, it keeps
+// every kernel free of spills (the ptxas report is checked in scripts/build_cuda_lib.sh's log).
+constexpr int kMinBlocks = 1;
+constexpr unsigned kFullMask = 0xffffffffu;
+// Grids stop growing here and the kernels' grid-stride loops take the rest; 2^28 threads is far
+// past what any GPU keeps resident, so the cap only guards gridDim.x against its limit.
+constexpr int64_t kMaxBlocks = int64_t(1) << 20;
+
+inline int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+__host__ __device__ __forceinline__ int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
+
+// Blocks of kBlock threads for `threads` threads (at least 1: callers skip empty launches).
+inline unsigned grid_for(int64_t threads) {
+  return static_cast<unsigned>(std::min(std::max<int64_t>(ceil_div(threads, kBlock), 1), kMaxBlocks));
+}
+
+__device__ __forceinline__ int64_t global_thread() { return int64_t(blockIdx.x) * kBlock + threadIdx.x; }
+__device__ __forceinline__ int64_t thread_count() { return int64_t(gridDim.x) * kBlock; }
+__device__ __forceinline__ int64_t global_warp() { return global_thread() / kWarp; }
+__device__ __forceinline__ int64_t warp_count() { return int64_t(gridDim.x) * kWarpsPerBlock; }
+__device__ __forceinline__ int lane_id() { return threadIdx.x & (kWarp - 1); }
+
+// The grid-stride walk over units x tiles workers (threads, or warps), tile-minor: consecutive
+// workers hold consecutive tiles of one unit. The host splits the grid's stride into units and
+// tiles once, so the kernels neither divide in 64 bits (a slow subroutine call) nor hold the
+// stride in registers; a worker's first index is below 2^28 (kMaxBlocks x kBlock) and splits
+// with one 32-bit division.
+struct TileWalk {
+  int64_t units;
+  uint32_t tiles;
+  uint32_t unit_step, tile_step;
+
+  __device__ __forceinline__ void first(int64_t worker, int64_t& unit, uint32_t& tile) const {
+    unit = static_cast<uint32_t>(worker) / tiles;
+    tile = static_cast<uint32_t>(worker) % tiles;
+  }
+  __device__ __forceinline__ void next(int64_t& unit, uint32_t& tile) const {
+    unit += unit_step;
+    tile += tile_step;
+    if (tile >= tiles) {
+      tile -= tiles;
+      ++unit;
+    }
+  }
+};
+
+// Grid and walk for units x tiles workers of `worker_threads` threads each (1 or kWarp).
+struct LaunchPlan {
+  unsigned grid;
+  TileWalk walk;
+};
+
+inline LaunchPlan plan_launch(int64_t units, int64_t tiles, int worker_threads) {
+  const unsigned grid = grid_for(units * tiles * worker_threads);
+  const int64_t stride = int64_t(grid) * (kBlock / worker_threads);
+  return LaunchPlan{grid, TileWalk{units, static_cast<uint32_t>(tiles), static_cast<uint32_t>(stride / tiles),
+                                   static_cast<uint32_t>(stride % tiles)}};
+}
+
+// ---- element types ---------------------------------------------------------------------------
+// Half types compute and accumulate in float and round once, when the result is stored.
+template <typename DType> struct AccOf { using type = DType; };
+template <> struct AccOf<__half> { using type = float; };
+template <> struct AccOf<__nv_bfloat16> { using type = float; };
+template <typename DType> using acc_t = typename AccOf<DType>::type;
+
+template <typename DType>
+constexpr bool is_half_v = std::is_same_v<DType, __half> || std::is_same_v<DType, __nv_bfloat16>;
+
+__device__ __forceinline__ float to_acc(float x) { return x; }
+__device__ __forceinline__ double to_acc(double x) { return x; }
+__device__ __forceinline__ float to_acc(__half x) { return __half2float(x); }
+__device__ __forceinline__ float to_acc(__nv_bfloat16 x) { return __bfloat162float(x); }
+
+template <typename DType> __device__ __forceinline__ DType from_acc(acc_t<DType> x);
+template <> __device__ __forceinline__ float from_acc<float>(float x) { return x; }
+template <> __device__ __forceinline__ double from_acc<double>(double x) { return x; }
+template <> __device__ __forceinline__ __half from_acc<__half>(float x) { return __float2half_rn(x); }
+template <> __device__ __forceinline__ __nv_bfloat16 from_acc<__nv_bfloat16>(float x) { return __float2bfloat16_rn(x); }
+
+// A, B and every index array are read-only for the whole launch: load them through the
+// read-only data cache.
+template <typename DType>
+__device__ __forceinline__ acc_t<DType> load(const DType* p) { return to_acc(__ldg(p)); }
+__device__ __forceinline__ int64_t load_index(const int32_t* p) { return __ldg(p); }
+__device__ __forceinline__ int64_t load_index(const int64_t* p) {
+  return __ldg(reinterpret_cast<const long long*>(p));
+}
+
+// Warp shuffles of indices keep their width: one shuffle for int32, two for int64.
+__device__ __forceinline__ int32_t shfl_index(int32_t v, int src) { return __shfl_sync(kFullMask, v, src); }
+__device__ __forceinline__ int64_t shfl_index(int64_t v, int src) {
+  return __shfl_sync(kFullMask, static_cast<long long>(v), src);
+}
+
+// ---- warps ------------------------------------------------------------------------------------
+// How a warp's lanes cover output elements: `width` lanes per element, 32 / width elements
+// side by side (a "chunk"). The lanes of an element split its K products, so width is 1 unless
+// the edge op is a dot; a dot takes the power of two >= K, capped at 32.
+//   - K = 1 (and every other op): lanes span 32 consecutive elements, as a warp should.
+//   - u_dot_v (out_len 1, K = F): all 32 lanes split the F products, instead of one lane
+//     summing them while 31 idle; the lanes also read consecutive addresses.
+//   - per-head dots (K = 16, 8 heads): 2 heads per chunk, 16 lanes each.
+// The shares are combined with an xor butterfly within each aligned group of width lanes.
+struct LaneLayout {
+  int width_log2;
+  int64_t chunks;  // ceil(out_len / elements per chunk)
+
+  __host__ __device__ __forceinline__ int width() const { return 1 << width_log2; }
+  __host__ __device__ __forceinline__ int per_chunk() const { return kWarp >> width_log2; }
+};
+
+inline LaneLayout lane_layout(const UgParams& p) {
+  int log2 = 0;
+  if (p.edge_op == UG_DOT) {
+    while ((int64_t(1) << log2) < p.reduce_size && log2 < 5) ++log2;
+  }
+  return LaneLayout{log2, ceil_div(p.out_len, kWarp >> log2)};
+}
+
+// Sum over each aligned group of `width` lanes; every lane of a group gets the same bits
+// (each butterfly step adds the same two values in either order).
+template <typename T>
+__device__ __forceinline__ T lane_group_sum(T v, int width) {
+  for (int m = width >> 1; m > 0; m >>= 1) v += __shfl_xor_sync(kFullMask, v, m);
+  return v;
+}
+
+// ---- the graph -------------------------------------------------------------------------------
+template <typename IdType>
+struct Topology {
+  const IdType* indptr;
+  const IdType* col;
+  const IdType* row;
+  const IdType* eid;
+  int64_t num_dst, num_edges;
+
+  __device__ __forceinline__ int64_t begin(int64_t v) const { return load_index(indptr + v); }
+  __device__ __forceinline__ int64_t end(int64_t v) const { return load_index(indptr + v + 1); }
+  __device__ __forceinline__ int64_t src(int64_t p) const { return load_index(col + p); }
+  __device__ __forceinline__ int64_t dst(int64_t p) const { return load_index(row + p); }
+  __device__ __forceinline__ int64_t edge(int64_t p) const { return eid ? load_index(eid + p) : p; }
+
+  // The row an operand of `type` reads at position p whose destination v is already known
+  // (vertex strategies, and edge strategies once they loaded row[p]). 0 for UG_NULL.
+  __device__ __forceinline__ int64_t operand_row(int type, int64_t p, int64_t v) const {
+    if (type == UG_SRC) return src(p);
+    if (type == UG_DST) return v;
+    if (type == UG_EDGE) return edge(p);
+    return 0;
+  }
+  // The same where the destination is not loaded yet: row[p] is read only for a dst operand.
+  __device__ __forceinline__ int64_t operand_row(int type, int64_t p) const {
+    return operand_row(type, p, type == UG_DST ? dst(p) : 0);
+  }
+};
+
+// ---- the operator ----------------------------------------------------------------------------
+// UgParams as the kernels read it, passed by value. a_type/b_type are UG_NULL for an operand
+// the edge op does not read, so that its arg, if asked for, is 0 in every strategy.
+template <typename DType, typename IdType>
+struct OpArgs {
+  Topology<IdType> graph;
+  const DType* a;
+  const DType* b;
+  DType* c;
+  IdType* arg_a;
+  IdType* arg_b;
+  const int64_t* a_off;
+  const int64_t* b_off;
+  int64_t a_stride, b_stride;
+  int64_t out_len, reduce_size;
+  int a_type, b_type;
+  int op;  // the UgEdgeOp, which binary::Arith reads
+
+  // Offset of output element e's first value within a row of A (B): a_off[e]*K, or e*K.
+  __device__ __forceinline__ int64_t a_elem(int64_t e) const {
+    return (a_off ? load_index(a_off + e) : e) * reduce_size;
+  }
+  __device__ __forceinline__ int64_t b_elem(int64_t e) const {
+    return (b_off ? load_index(b_off + e) : e) * reduce_size;
+  }
+  __device__ __forceinline__ const DType* a_at(int64_t ia, int64_t elem) const { return a + ia * a_stride + elem; }
+  __device__ __forceinline__ const DType* b_at(int64_t ib, int64_t elem) const { return b + ib * b_stride + elem; }
+
+  // Writes one aggregated output element and, for max/min, the operand rows of its winner.
+  __device__ __forceinline__ void store(int64_t i, acc_t<DType> value, int64_t win_a, int64_t win_b) const {
+    c[i] = from_acc<DType>(value);
+    if (arg_a) arg_a[i] = static_cast<IdType>(win_a);
+    if (arg_b) arg_b[i] = static_cast<IdType>(win_b);
+  }
+};
+
+template <typename DType, typename IdType>
+OpArgs<DType, IdType> make_op_args(const UgParams& p) {
+  OpArgs<DType, IdType> x;
+  x.graph = Topology<IdType>{static_cast<const IdType*>(p.indptr), static_cast<const IdType*>(p.col),
+                             static_cast<const IdType*>(p.row), static_cast<const IdType*>(p.eid),
+                             p.num_dst, p.num_edges};
+  x.a = static_cast<const DType*>(p.a);
+  x.b = static_cast<const DType*>(p.b);
+  x.c = static_cast<DType*>(p.c);
+  const bool aggregate = p.gather_op != UG_GATHER_NONE;
+  x.arg_a = aggregate ? static_cast<IdType*>(p.arg_a) : nullptr;
+  x.arg_b = aggregate ? static_cast<IdType*>(p.arg_b) : nullptr;
+  x.a_off = p.a_off;
+  x.b_off = p.b_off;
+  x.a_stride = p.a_row_stride;
+  x.b_stride = p.b_row_stride;
+  x.out_len = p.out_len;
+  x.reduce_size = p.reduce_size;
+  x.a_type = p.edge_op != UG_COPY_RHS ? p.a_type : UG_NULL;
+  x.b_type = p.edge_op != UG_COPY_LHS ? p.b_type : UG_NULL;
+  x.op = p.edge_op;
+  return x;
+}
+
+// ---- packed max/min keys for the edge strategies ---------------------------------------------
+// One 64-bit word per output element, combined with atomicMax: the high 32 bits order the
+// float value (complemented for min, so that the better value is always the larger key), the
+// low 32 bits hold ~position, so that among equal values the first position in CSC order wins,
+// as in a serial scan. 0 means "nothing won" (a real key never is 0: its low half is ~p with
+// p < 2^32 - 1). Callers only pack values strictly better than the reduce zero, so NaN, which
+// has no place in the order, is never packed.
+template <bool kMin>
+__device__ __forceinline__ uint32_t order_key(float v) {
+  // -0 and +0 are equal to a serial scan; fold them so that the position decides between them.
+  const uint32_t u = __float_as_uint(v == 0.f ? 0.f : v);
+  const uint32_t k = (u & 0x80000000u) ? ~u : (u | 0x80000000u);
+  return kMin ? ~k : k;
+}
+
+template <bool kMin>
+__device__ __forceinline__ float key_value(uint32_t k) {
+  if (kMin) k = ~k;
+  return __uint_as_float((k & 0x80000000u) ? (k & 0x7fffffffu) : ~k);
+}
+
+template <bool kMin>
+__device__ __forceinline__ unsigned long long pack_key(float value, int64_t pos) {
+  return (static_cast<unsigned long long>(order_key<kMin>(value)) << 32) |
+         static_cast<uint32_t>(~static_cast<uint32_t>(pos));
+}
+
+__device__ __forceinline__ int64_t key_position(unsigned long long key) {
+  return static_cast<uint32_t>(~static_cast<uint32_t>(key));
+}
+
+}  // namespace ugraph

@@ -1,0 +1,158 @@
+// The functor contract, with DGL's names (src/array/cuda/functor.cuh) so that every DGL pattern
+// maps to one functor: binary::* computes one message element from the operand rows, reduce::*
+// folds messages into an accumulator. Half types compute in float (acc_t).
+#pragma once
+
+#include <cuda/std/limits>
+
+#include <type_traits>
+
+#include "common.cuh"
+
+namespace ugraph {
+namespace binary {
+
+// Traits, as in DGL: use_lhs/use_rhs say which operand a message reads; reduce_last_dim says
+// that the message sums reduce_size products (dot), so its operands advance by K per element.
+template <typename DType>
+struct CopyLhs {
+  static constexpr bool use_lhs = true, use_rhs = false, reduce_last_dim = false;
+  static __device__ __forceinline__ acc_t<DType> Call(const DType* lhs, const DType*) { return load(lhs); }
+};
+
+template <typename DType>
+struct CopyRhs {
+  static constexpr bool use_lhs = false, use_rhs = true, reduce_last_dim = false;
+  static __device__ __forceinline__ acc_t<DType> Call(const DType*, const DType* rhs) { return load(rhs); }
+};
+
+template <typename DType>
+struct Add {
+  static constexpr bool use_lhs = true, use_rhs = true, reduce_last_dim = false;
+  static __device__ __forceinline__ acc_t<DType> Call(const DType* lhs, const DType* rhs) {
+    return load(lhs) + load(rhs);
+  }
+};
+
+template <typename DType>
+struct Sub {
+  static constexpr bool use_lhs = true, use_rhs = true, reduce_last_dim = false;
+  static __device__ __forceinline__ acc_t<DType> Call(const DType* lhs, const DType* rhs) {
+    return load(lhs) - load(rhs);
+  }
+};
+
+template <typename DType>
+struct Mul {
+  static constexpr bool use_lhs = true, use_rhs = true, reduce_last_dim = false;
+  static __device__ __forceinline__ acc_t<DType> Call(const DType* lhs, const DType* rhs) {
+    return load(lhs) * load(rhs);
+  }
+};
+
+// IEEE division (the build has no fast math), as torch divides.
+template <typename DType>
+struct Div {
+  static constexpr bool use_lhs = true, use_rhs = true, reduce_last_dim = false;
+  static __device__ __forceinline__ acc_t<DType> Call(const DType* lhs, const DType* rhs) {
+    return load(lhs) / load(rhs);
+  }
+};
+
+template <typename DType>
+struct Dot {
+  static constexpr bool use_lhs = true, use_rhs = true, reduce_last_dim = true;
+  // The sum of lhs[k] * rhs[k] over k = first, first + step, ... < len. A thread sums all
+  // products (first 0, step 1); a warp splits one dot over `step` lanes and adds their shares.
+  static __device__ __forceinline__ acc_t<DType> Call(const DType* lhs, const DType* rhs, int64_t len, int first,
+                                                      int step) {
+    acc_t<DType> sum = 0;
+    for (int64_t k = first; k < len; k += step) sum += load(lhs + k) * load(rhs + k);
+    return sum;
+  }
+};
+
+// Add, Sub, Mul or Div, chosen by the UgEdgeOp at run time: the choice is the same for the
+// whole launch, so the branch costs a few uniform instructions and saves three instantiations
+// of every kernel.
+template <typename DType>
+struct Arith {
+  static constexpr bool use_lhs = true, use_rhs = true, reduce_last_dim = false;
+  static __device__ __forceinline__ acc_t<DType> Call(const DType* lhs, const DType* rhs, int op) {
+    switch (op) {
+      case UG_ADD: return Add<DType>::Call(lhs, rhs);
+      case UG_SUB: return Sub<DType>::Call(lhs, rhs);
+      case UG_MUL: return Mul<DType>::Call(lhs, rhs);
+      default: return Div<DType>::Call(lhs, rhs);
+    }
+  }
+};
+
+}  // namespace binary
+
+namespace reduce {
+
+// Call folds val into acc and returns whether val became the accumulator's value: the kernels
+// then record the winner's operand rows (only max/min, whose require_arg is true).
+template <typename DType>
+struct Sum {
+  using Acc = acc_t<DType>;
+  static constexpr bool require_arg = false;
+  static __host__ __device__ __forceinline__ Acc zero() { return Acc(0); }
+  static __device__ __forceinline__ bool Call(Acc& acc, Acc val) {
+    acc += val;
+    return false;
+  }
+};
+
+// DGL's ReduceOp::zero(): -inf, or -65504 (the lowest finite value) for float16.
+template <typename DType>
+struct Max {
+  using Acc = acc_t<DType>;
+  static constexpr bool require_arg = true, is_min = false;
+  static __host__ __device__ __forceinline__ Acc zero() {
+    if constexpr (std::is_same_v<DType, __half>) return Acc(-65504.f);
+    else return -cuda::std::numeric_limits<Acc>::infinity();
+  }
+  // Only a strictly greater value wins, so NaN never wins and the first of equal values stays.
+  static __device__ __forceinline__ bool Call(Acc& acc, Acc val) {
+    if (!(acc < val)) return false;
+    acc = val;
+    return true;
+  }
+};
+
+template <typename DType>
+struct Min {
+  using Acc = acc_t<DType>;
+  static constexpr bool require_arg = true, is_min = true;
+  static __host__ __device__ __forceinline__ Acc zero() {
+    if constexpr (std::is_same_v<DType, __half>) return Acc(65504.f);
+    else return cuda::std::numeric_limits<Acc>::infinity();
+  }
+  static __device__ __forceinline__ bool Call(Acc& acc, Acc val) {
+    if (!(val < acc)) return false;
+    acc = val;
+    return true;
+  }
+};
+
+}  // namespace reduce
+
+// msg(p, e) of params.h for operand rows ia/ib and element offsets a_elem/b_elem (OpArgs::a_elem),
+// or, for a dot, this lane's share of the products (see binary::Dot).
+template <typename Op, typename DType, typename IdType>
+__device__ __forceinline__ acc_t<DType> message(const OpArgs<DType, IdType>& x, int64_t ia, int64_t ib,
+                                                int64_t a_elem, int64_t b_elem, int first = 0, int step = 1) {
+  const DType* lhs = Op::use_lhs ? x.a_at(ia, a_elem) : nullptr;
+  const DType* rhs = Op::use_rhs ? x.b_at(ib, b_elem) : nullptr;
+  if constexpr (Op::reduce_last_dim) {
+    return Op::Call(lhs, rhs, x.reduce_size, first, step);
+  } else if constexpr (std::is_same_v<Op, binary::Arith<DType>>) {
+    return Op::Call(lhs, rhs, x.op);
+  } else {
+    return Op::Call(lhs, rhs);
+  }
+}
+
+}  // namespace ugraph

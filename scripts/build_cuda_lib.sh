@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Builds only the CUDA core, libugraph_cuda.so, on a machine without a GPU, and copies it to
+# .prebuilt/, where scripts/gpu_check.sh picks it up when its source hash matches the sources.
+#   UGRAPH_CUDA_ARCHS  (default 90), UGRAPH_STRATEGIES and UGRAPH_DTYPES (default all): as for the package
+#   UGRAPH_PTXAS_VERBOSE=1: also keep ptxas's register and spill report in build/cuda-lib/ptxas.log
+set -euo pipefail
+cd "$(dirname "$0")/.."
+if [ -x .venv/bin/python ]; then
+  PY=$PWD/.venv/bin/python
+  export PATH="$PWD/.venv/bin:$PATH"  # the venv carries cmake and ninja
+else
+  PY=$(command -v python3)
+fi
+BUILD=build/cuda-lib
+ARCHS=${UGRAPH_CUDA_ARCHS:-90}
+CUDA_FLAGS=""
+if [ "${UGRAPH_PTXAS_VERBOSE:-0}" = 1 ]; then CUDA_FLAGS="-Xptxas=-v"; fi
+
+cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+  -DPython_EXECUTABLE="$PY" -Dpybind11_DIR="$("$PY" -m pybind11 --cmakedir)" \
+  -DUGRAPH_CUDA=ON -DUGRAPH_CUDA_PREBUILT= -DUGRAPH_CUDA_ARCHS="$ARCHS" \
+  -DUGRAPH_STRATEGIES="${UGRAPH_STRATEGIES:-all}" -DUGRAPH_DTYPES="${UGRAPH_DTYPES:-all}" \
+  -DCMAKE_CUDA_FLAGS="$CUDA_FLAGS" >/dev/null
+start=$(date +%s)
+if [ -n "$CUDA_FLAGS" ]; then
+  status=0
+  cmake --build "$BUILD" --target ugraph_cuda -j"$(nproc)" >"$BUILD/ptxas.log" 2>&1 || status=$?
+  grep -vE '^ptxas info|^    [0-9]+ bytes stack frame' "$BUILD/ptxas.log" || true
+  [ "$status" -eq 0 ] || exit "$status"
+else
+  cmake --build "$BUILD" --target ugraph_cuda -j"$(nproc)"
+fi
+mkdir -p .prebuilt
+cp -f "$BUILD/csrc/cuda/libugraph_cuda.so" .prebuilt/libugraph_cuda.so
+echo "built .prebuilt/libugraph_cuda.so in $(( $(date +%s) - start )) s, $(du -h .prebuilt/libugraph_cuda.so | cut -f1)"
+echo "source hash: $("$PY" csrc/source_hash.py --of-library .prebuilt/libugraph_cuda.so)"
