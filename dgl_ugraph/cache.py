@@ -11,18 +11,26 @@ Lifetimes:
     (`add_edges`, `remove_edges`, ...) has new arrays, hence a new key.
   * `_by_gidx` holds an entry strongly only while one of its gidx objects is alive (a weak
     reference's callback drops it); `_by_arrays` holds entries weakly. A reverse graph's entry is
-    owned by its forward graph's entry, so it survives the short-lived gidx objects that
-    `reverse()` makes and dies with the forward graph. Nothing outlives the user's graphs.
+    owned by its forward graph's entry.
+  * The gidx objects DGL passes are mostly short-lived wrappers: `update_all` wraps the user's
+    graph in a new relation-graph gidx on every call, and `reverse()` makes a new one in every
+    backward. Python cannot see when the underlying C++ graph dies, so the RECENT_GRAPHS entries
+    used last are also held strongly; an older one goes once no live gidx refers to it. That
+    bounds what is kept beyond the user's own graphs; `clear()` releases it at once.
 """
 from __future__ import annotations
 
 import threading
 import weakref
+from collections import OrderedDict
 from typing import Dict, Optional, Tuple, Union
 
 from .graph import UGraph
 
+RECENT_GRAPHS = 8
+
 _by_gidx: Dict[int, Tuple[weakref.ref, object]] = {}
+_recent: "OrderedDict[tuple, GraphEntry]" = OrderedDict()
 _by_arrays: "weakref.WeakValueDictionary[tuple, GraphEntry]" = weakref.WeakValueDictionary()
 _lock = threading.Lock()
 
@@ -43,22 +51,28 @@ class GraphEntry:
         return self.ugraph.num_edges
 
 
-def _dgl_api():
-    # Imported on first use: this module must import without DGL for the kernel-only tests.
-    from dgl import heterograph_index
-    return heterograph_index
+_dgl_capi = {}
+
+
+def _dgl_api(name: str):
+    # Looked up on first use: this module must import without DGL, for kernel-only use.
+    func = _dgl_capi.get(name)
+    if func is None:
+        from dgl import heterograph_index
+        func = _dgl_capi[name] = getattr(heterograph_index, name)
+    return func
 
 
 def _array_key(nd) -> tuple:
+    # Start address and length. CUDA's unified addressing keeps host and device addresses apart.
     c = nd.handle.contents
-    return ((c.data or 0) + c.byte_offset, c.shape[0] if c.ndim else 0, c.dtype.bits,
-            c.ctx.device_type, c.ctx.device_id)
+    return ((c.data or 0) + c.byte_offset, c.shape[0])
 
 
 def _adjacency(gidx, in_edges: bool):
     """DGL's (indptr, indices, eids) NDArrays: the CSC when in_edges, else the CSR. Creates the
     format if it does not exist yet, as DGL's own kernels would."""
-    result = _dgl_api()._CAPI_DGLHeteroGetAdj(gidx, 0, in_edges, "csr")
+    result = _dgl_api("_CAPI_DGLHeteroGetAdj")(gidx, 0, in_edges, "csr")
     return tuple(result(i) for i in range(3))
 
 
@@ -67,7 +81,7 @@ def _graph_key(arrays, num_src: int, num_dst: int) -> tuple:
 
 
 def _created_formats(gidx) -> frozenset:
-    return frozenset(str(f) for f in _dgl_api()._CAPI_DGLHeteroGetCreatedFormats(gidx))
+    return frozenset(str(f) for f in _dgl_api("_CAPI_DGLHeteroGetCreatedFormats")(gidx))
 
 
 def _build(arrays, num_src: int, key: tuple) -> GraphEntry:
@@ -83,30 +97,22 @@ def _resolve(gidx) -> Union[GraphEntry, str]:
         return f"heterograph with {etypes} edge types: dgl_ugraph runs graphs of one edge type"
     srctype, dsttype = gidx.metagraph.find_edge(0)
     num_src, num_dst = gidx.num_nodes(srctype), gidx.num_nodes(dsttype)
-    created = _created_formats(gidx)
-    csc = None
-    if "csc" in created:
+    try:
         csc = _adjacency(gidx, True)
-        entry = _by_arrays.get(_graph_key(csc, num_src, num_dst))
-        if entry is not None:
-            return entry
-    forward = None
-    if "csr" in created:
-        # A reverse graph's out-CSR is its forward graph's in-CSR (CSC), shared, not copied.
-        forward = _by_arrays.get(_graph_key(_adjacency(gidx, False), num_dst, num_src))
-    if csc is None:
-        try:
-            csc = _adjacency(gidx, True)
-        except Exception as exc:  # a graph restricted to other formats: g.formats('coo')
-            return f"the graph cannot have a CSC ({str(exc).splitlines()[0]}); DGL runs its own kernels"
+    except Exception as exc:  # a graph restricted to other formats: g.formats('coo')
+        return f"the graph cannot have a CSC ({str(exc).splitlines()[0]}); DGL runs its own kernels"
     key = _graph_key(csc, num_src, num_dst)
     entry = _by_arrays.get(key)
     if entry is not None:
         return entry
     entry = _build(csc, num_src, key)
-    if forward is not None:
-        forward.reverse = entry
     _by_arrays[key] = entry
+    if "csr" in _created_formats(gidx):
+        # A reverse graph's out-CSR is its forward graph's in-CSR (CSC), shared, not copied: the
+        # forward graph's entry owns this one, so it outlives the gidx objects reverse() makes.
+        forward = _by_arrays.get(_graph_key(_adjacency(gidx, False), num_dst, num_src))
+        if forward is not None:
+            forward.reverse = entry
     return entry
 
 
@@ -126,6 +132,11 @@ def entry_for(gidx) -> Union[GraphEntry, str]:
     with _lock:
         result = _resolve(gidx)
         _by_gidx[id(gidx)] = (weakref.ref(gidx, _forget(id(gidx))), result)
+        if result.__class__ is GraphEntry:
+            _recent[result.key] = result
+            _recent.move_to_end(result.key)
+            while len(_recent) > RECENT_GRAPHS:
+                _recent.popitem(last=False)
     return result
 
 
@@ -138,4 +149,5 @@ def clear():
     """Drops every entry; live graphs are rebuilt on their next call."""
     with _lock:
         _by_gidx.clear()
+        _recent.clear()
         _by_arrays.clear()

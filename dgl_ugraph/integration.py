@@ -24,7 +24,7 @@ from typing import Optional
 import torch
 
 from . import _ext, cache, patterns
-from . import stats as _stats
+from .stats import DGL, UGRAPHER, record
 from .abstraction import OpInfo, broadcast
 from .ops import choose, signature, ugrapher
 
@@ -251,7 +251,7 @@ def _decide(entry, key: str, op: str, lhs, rhs) -> _Decision:
     sig = _stats_signature(lhs, rhs, _name(graph.idtype))
     found = patterns.lookup(key)
     if isinstance(found, str):
-        return _Decision(_stats.record(key, sig, _stats.DGL, found))
+        return _Decision(record(key, sig, DGL, found))
     reason = _why_not(entry, found, op, lhs, rhs)
     shapes = None
     if reason is None:
@@ -264,7 +264,7 @@ def _decide(entry, key: str, op: str, lhs, rhs) -> _Decision:
         reason = _ext.LOAD_ERROR
         _warn_once("core", f"dgl_ugraph: {reason}; DGL's own kernels run every call")
     if reason is not None:
-        return _Decision(_stats.record(key, sig, _stats.DGL, reason))
+        return _Decision(record(key, sig, DGL, reason))
     out_shape, expand_lhs, expand_rhs, squeeze_out = shapes
     op_info = f"({found.edge_op}, {found.gather_op}, {found.A_type}, {found.B_type}, {found.C_type})"
     parallel_info = None
@@ -276,10 +276,10 @@ def _decide(entry, key: str, op: str, lhs, rhs) -> _Decision:
             probe = _op_info(found, lhs.unsqueeze(-1) if expand_lhs else lhs, rhs.unsqueeze(-1) if expand_rhs else rhs)
             parallel_info = choose(graph, signature(graph, probe)[0])
         except TypeError as exc:
-            return _Decision(_stats.record(key, sig, _stats.DGL, str(exc)))
+            return _Decision(record(key, sig, DGL, str(exc)))
         config = str(parallel_info)
-    record = _stats.record(key, sig, _stats.UGRAPHER, config, op_info)
-    return _Decision(record, found, parallel_info, out_shape, expand_lhs, expand_rhs, squeeze_out, (key, sig))
+    rec = record(key, sig, UGRAPHER, config, op_info)
+    return _Decision(rec, found, parallel_info, out_shape, expand_lhs, expand_rhs, squeeze_out, (key, sig))
 
 
 def _op_info(pattern, lhs, rhs) -> OpInfo:
@@ -294,13 +294,13 @@ def _after_failure(entry, sig_key, decision: _Decision, exc: Exception) -> _Deci
     if decision.failure_key not in _failed:
         _failed[decision.failure_key] = reason
         _warn_once(decision.failure_key, f"dgl_ugraph: {key} {sig}: {reason}; DGL's own kernels run it from now on")
-    fallback = _Decision(_stats.record(key, sig, _stats.DGL, _failed[decision.failure_key]))
+    fallback = _Decision(record(key, sig, DGL, _failed[decision.failure_key]))
     entry.decisions[sig_key] = fallback
     return fallback
 
 
 def _graph_fallback(key: str, reason: str, lhs, rhs, gidx):
-    _stats.record(key, _stats_signature(lhs, rhs, gidx.dtype), _stats.DGL, reason).calls += 1
+    record(key, _stats_signature(lhs, rhs, gidx.dtype), DGL, reason).calls += 1
 
 
 # ---- the replacements ---------------------------------------------------------------------------
@@ -393,13 +393,13 @@ def _hetero_reason(gidx) -> str:
 
 def _gspmm_hetero(gidx, op, reduce_op, u_len, u_and_e_tuple):
     key = patterns.hetero_key("gspmm_hetero", op, reduce_op)
-    _stats.record(key, ("-", None, None, "-", gidx.dtype), _stats.DGL, _hetero_reason(gidx)).calls += 1
+    record(key, ("-", None, None, "-", gidx.dtype), DGL, _hetero_reason(gidx)).calls += 1
     return _dgl["_gspmm_hetero"](gidx, op, reduce_op, u_len, u_and_e_tuple)
 
 
 def _gsddmm_hetero(gidx, op, lhs_len, lhs_target="u", rhs_target="v", lhs_and_rhs_tuple=None):
     key = patterns.hetero_key("gsddmm_hetero", op)
-    _stats.record(key, ("-", None, None, "-", gidx.dtype), _stats.DGL, _hetero_reason(gidx)).calls += 1
+    record(key, ("-", None, None, "-", gidx.dtype), DGL, _hetero_reason(gidx)).calls += 1
     return _dgl["_gsddmm_hetero"](gidx, op, lhs_len, lhs_target, rhs_target, lhs_and_rhs_tuple)
 
 
