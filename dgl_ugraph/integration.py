@@ -387,19 +387,19 @@ def _gsddmm(gidx, op, lhs, rhs, lhs_target="u", rhs_target="v"):
     return _dgl["_gsddmm"](gidx, op, lhs, rhs, lhs_target, rhs_target)
 
 
-def _hetero_reason(gidx) -> str:
-    return f"{patterns.unsupported_reason('gspmm_hetero:*:*:*:*')} ({gidx.number_of_etypes()} edge types)"
+def _hetero_reason(key: str, gidx) -> str:
+    return f"{patterns.lookup(key)} ({gidx.number_of_etypes()} edge types)"
 
 
 def _gspmm_hetero(gidx, op, reduce_op, u_len, u_and_e_tuple):
     key = patterns.hetero_key("gspmm_hetero", op, reduce_op)
-    record(key, ("-", None, None, "-", gidx.dtype), DGL, _hetero_reason(gidx)).calls += 1
+    record(key, ("-", None, None, "-", gidx.dtype), DGL, _hetero_reason(key, gidx)).calls += 1
     return _dgl["_gspmm_hetero"](gidx, op, reduce_op, u_len, u_and_e_tuple)
 
 
 def _gsddmm_hetero(gidx, op, lhs_len, lhs_target="u", rhs_target="v", lhs_and_rhs_tuple=None):
     key = patterns.hetero_key("gsddmm_hetero", op)
-    record(key, ("-", None, None, "-", gidx.dtype), DGL, _hetero_reason(gidx)).calls += 1
+    record(key, ("-", None, None, "-", gidx.dtype), DGL, _hetero_reason(key, gidx)).calls += 1
     return _dgl["_gsddmm_hetero"](gidx, op, lhs_len, lhs_target, rhs_target, lhs_and_rhs_tuple)
 
 

@@ -79,19 +79,22 @@ def hetero_key(call: str, op: str, reduce_op: str = "-") -> str:
     return f"{call}:{op}:{reduce_op}:*:*"
 
 
-def unsupported_reason(key: str) -> str:
-    """Why a key that is not mapped runs on DGL's kernels."""
+def unsupported_reason(key: str) -> Optional[str]:
+    """The table's reason for a key it lists as unsupported, else None."""
     parts = tuple(key.split(":"))
     for pattern, reason in _indexes()[1]:
         if len(pattern) == len(parts) and all(p in ("*", k) for p, k in zip(pattern, parts)):
             return reason
-    return f"{key} is not in the switching table (an op, reducer or target DGL's builtins never produce); DGL runs it"
+    return None
 
 
 def lookup(key: str) -> Union[Pattern, str]:
-    """The mapped Pattern, or the reason the key falls back."""
+    """The mapped Pattern, or the reason the key runs on DGL."""
     pattern = mapped().get(key)
-    return pattern if pattern is not None else unsupported_reason(key)
+    if pattern is not None:
+        return pattern
+    return unsupported_reason(key) or (
+        f"{key} is not in the switching table (no DGL builtin produces it); DGL runs it or raises")
 
 
 def builtin_lowering() -> Dict[str, dict]:
@@ -99,32 +102,34 @@ def builtin_lowering() -> Dict[str, dict]:
 
 
 def markdown_table() -> str:
-    """The README's supported-operators table, generated from the switching table."""
-    lines = ["| DGL builtin (forward) | kernel calls | uGrapher op_info (edge_op, gather_op, A, B, C) |",
+    """The README's supported-operators table, generated from the switching table: one row per
+    kernel call family, with its op_info and the DGL builtins that reach it in the forward pass."""
+    groups: Dict[tuple, List[Pattern]] = {}
+    for key, p in mapped().items():
+        call, op, _, lhs, rhs = key.split(":")
+        family = (call, op, lhs, rhs) if call == "gspmm" or op.startswith("copy") else (call, "binary", lhs, rhs)
+        groups.setdefault(family, []).append(p)
+    lines = ["| DGL kernel call | uGrapher op_info (edge_op, gather_op, A, B, C) | reached in the forward pass by "
+             "(dgl.ops names, + update_all/apply_edges builtin pairs) |",
              "|---|---|---|"]
-    patterns = mapped()
-    for name, entry in builtin_lowering().items():
-        if "unsupported" in entry:
-            lines.append(f"| `{name}` | (DGL) | not intercepted: {entry['unsupported']} |")
-            continue
-        if "generic" in entry:
-            lines.append(f"| `{name}` | any `_{entry['generic']}` row | {entry['note']} |")
-            continue
-        calls = entry["calls"] or entry.get("calls_cuda", [])
-        infos = []
-        for key in calls:
-            p = patterns.get(key)
-            infos.append(f"({p.edge_op}, {p.gather_op}, {p.A_type}, {p.B_type}, {p.C_type})" if p
-                         else f"DGL: {unsupported_reason(key)}")
-        shown = ", ".join(f"`{k}`" for k in calls) or "none"
-        if not entry["calls"] and entry.get("calls_cuda"):
-            shown = f"CUDA only: {shown}"
-        note = f" — {entry['note']}" if entry.get("note") else ""
-        lines.append(f"| `{name}` | {shown} | {'; '.join(infos)}{note} |")
+    builtins = builtin_lowering()
+    for (call, op, lhs, rhs), rows in groups.items():
+        keys = {p.key for p in rows}
+        ops = "{" + ",".join(dict.fromkeys(p.edge_op for p in rows)) + "}" if op == "binary" else op
+        gathers = "/".join(dict.fromkeys(p.gather_op for p in rows))
+        reduce = "{" + ",".join(dict.fromkeys(p.gather_op for p in rows)) + "}" if call == "gspmm" else "-"
+        edge_ops = ops.strip("{}").replace(",", "/")
+        reached = [name for name, entry in builtins.items() if keys & set(entry.get("calls", []))]
+        named = [name[len("dgl.ops."):] for name in reached if name.startswith("dgl.ops.")]
+        pairs = len(reached) - len(named)
+        reached_by = ", ".join(named) + (f" (+{pairs} fn pairs)" if pairs else "") if reached else \
+            "backward passes and direct calls only"
+        lines.append(f"| `{call}:{ops}:{reduce}:{lhs}:{rhs}` | ({edge_ops}, {gathers}, {rows[0].A_type}, "
+                     f"{rows[0].B_type}, {rows[0].C_type}) | {reached_by} |")
+    for row in table()["unsupported"]:
+        lines.append(f"| `{row['dgl']}` | runs on DGL | {row['reason']} |")
+    for name, entry in builtins.items():
+        note = entry.get("unsupported") or (entry.get("note") if "calls_cuda" in entry or entry.get("calls") == [] else None)
+        if note:
+            lines.append(f"| `{name}` | {'runs on DGL' if 'unsupported' in entry else 'see note'} | {note} |")
     return "\n".join(lines)
-
-
-def describe(pattern: Optional[Pattern]) -> str:
-    if pattern is None:
-        return "-"
-    return f"{pattern.edge_op}/{pattern.gather_op} A={pattern.A_type} B={pattern.B_type} C={pattern.C_type}"
