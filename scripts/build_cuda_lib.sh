@@ -27,6 +27,10 @@ if [ -n "$CUDA_FLAGS" ]; then
   cmake --build "$BUILD" --target ugraph_cuda -j"$(nproc)" >"$BUILD/ptxas.log" 2>&1 || status=$?
   grep -vE '^ptxas info|^    [0-9]+ bytes stack frame' "$BUILD/ptxas.log" || true
   [ "$status" -eq 0 ] || exit "$status"
+  awk '/Used [0-9]+ registers/ { for (i = 1; i < NF; i++) if ($(i + 1) ~ /^registers/) r = $i;
+                                 n++; lo = (n == 1 || r < lo) ? r : lo; hi = (r > hi) ? r : hi }
+       /spill stores/ { if ($5 > 0 || $9 > 0) spills++ }
+       END { printf "ptxas: %d kernels, %d-%d registers, %d with spills\n", n, lo, hi, spills }' "$BUILD/ptxas.log"
 else
   cmake --build "$BUILD" --target ugraph_cuda -j"$(nproc)"
 fi

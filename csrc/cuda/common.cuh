@@ -25,8 +25,8 @@ constexpr int kBlock = 256;
 constexpr int kWarp = 32;
 constexpr int kWarpsPerBlock = kBlock / kWarp;
 // Every kernel declares __launch_bounds__(kBlock, kMinBlocks). Without a minimum, ptxas spills
-// loop-invariant state to local memory to reach the next occupancy step; with it, it keeps
-// every kernel free of spills (the ptxas report is checked in scripts/build_cuda_lib.sh's log).
+// loop-invariant state to local memory to reach the next occupancy step; with it, every kernel
+// is free of spills (UGRAPH_PTXAS_VERBOSE=1 scripts/build_cuda_lib.sh reports them).
 constexpr int kMinBlocks = 1;
 constexpr unsigned kFullMask = 0xffffffffu;
 // Grids stop growing here and the kernels' grid-stride loops take the rest; 2^28 threads is far
@@ -251,7 +251,8 @@ OpArgs<DType, IdType> make_op_args(const UgParams& p) {
 // has no place in the order, is never packed.
 template <bool kMin>
 __device__ __forceinline__ uint32_t order_key(float v) {
-  // -0 and +0 are equal to a serial scan; fold them so that the position decides between them.
+  // -0 and +0 are equal to a serial scan; fold them so that the position decides between them
+  // (a winning -0 therefore comes back as +0).
   const uint32_t u = __float_as_uint(v == 0.f ? 0.f : v);
   const uint32_t k = (u & 0x80000000u) ? ~u : (u | 0x80000000u);
   return kMin ? ~k : k;

@@ -112,7 +112,7 @@ Verdict check(const UgParams* p) {
   if (p->c == nullptr) return invalid("C is NULL");
   if (p->out_len <= 0) return invalid("out_len must be positive, got " + std::to_string(p->out_len));
   if (p->reduce_size < 1 || (p->edge_op != UG_DOT && p->reduce_size != 1)) {
-    return invalid("reduce_size must be 1, or at least 1 for dot; got " + std::to_string(p->reduce_size));
+    return invalid("reduce_size must be 1, or at least 1 for dot, got " + std::to_string(p->reduce_size));
   }
   if (p->edge_op != UG_COPY_RHS) {
     Verdict v = check_operand("A", p->a_type, p->a, p->a_row_stride, p->a_len, p->a_off, p->out_len);
