@@ -1,10 +1,12 @@
 // The Python face of the core: a params object filled from Python, and run functions that
 // take it. No tensors cross this boundary, only addresses, so no libtorch is linked.
+#include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 
 #include <cstdint>
 #include <string>
 
+#include "forest.h"
 #include "ugraph/api.h"
 
 namespace py = pybind11;
@@ -74,6 +76,27 @@ PYBIND11_MODULE(_C, m) {
     return py::make_tuple(status, std::string(why));
   });
 #endif
+
+  // The strategy predictor's tree evaluator (dgl_ugraph/predictor.py): the flattened forest's
+  // arrays and a (rows, features) float64 matrix in, one raw score per row out.
+  m.def("forest_predict", [](py::array_t<int32_t, py::array::c_style | py::array::forcecast> feature,
+                             py::array_t<double, py::array::c_style | py::array::forcecast> threshold,
+                             py::array_t<int32_t, py::array::c_style | py::array::forcecast> left,
+                             py::array_t<int32_t, py::array::c_style | py::array::forcecast> right,
+                             py::array_t<uint8_t, py::array::c_style | py::array::forcecast> flags,
+                             py::array_t<double, py::array::c_style | py::array::forcecast> leaf_value,
+                             py::array_t<int32_t, py::array::c_style | py::array::forcecast> roots,
+                             py::array_t<double, py::array::c_style | py::array::forcecast> x) {
+    const int64_t n = feature.size();
+    if (threshold.size() != n || left.size() != n || right.size() != n || flags.size() != n)
+      throw py::value_error("forest: node arrays differ in length");
+    if (x.ndim() != 2) throw py::value_error("forest: x must be a (rows, features) matrix");
+    ugraph::ForestView f{feature.data(), threshold.data(), left.data(), right.data(), flags.data(), n,
+                         leaf_value.data(), leaf_value.size(), roots.data(), roots.size()};
+    py::array_t<double> out(x.shape(0));
+    ugraph::forest_predict(f, x.data(), x.shape(0), x.shape(1), out.mutable_data());
+    return out;
+  });
 
   m.def("build_info", []() {
     py::dict info;
