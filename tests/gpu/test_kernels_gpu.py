@@ -139,15 +139,15 @@ def test_zero_edges_and_wide_rows(strategy):
 
 
 def smoke() -> int:
-    """A handful of cases for compute-sanitizer (memcheck, racecheck): each strategy on a few
-    ops, dtypes and (g, t) extremes."""
+    """A handful of cases for compute-sanitizer (memcheck, racecheck), which slows every launch
+    a hundredfold: each strategy on copy, mul and dot, every gather, two (g, t)."""
     graph = suite_graph(torch.int32, "cuda")
     gen = torch.Generator().manual_seed(0)
     compiled = _ext.compiled_cuda_keys()
     picked = [c for c in op_cases() if c.edge_op in ("copy_lhs", "mul", "dot") and c.a_type == "src"
               and c.b_type in ("null", "edge", "dst")]
     bad = 0
-    for strategy, dtype, case, (g, t) in itertools.product(STRATEGIES, (torch.float32, torch.float16), picked, ((1, 1), (64, 64), (8, 5))):
+    for strategy, dtype, case, (g, t) in itertools.product(STRATEGIES, (torch.float32,), picked, ((1, 1), (8, 5))):
         op = make_op(case, graph, dtype, "cuda", gen)
         sig, _ = ops.signature(graph, op)
         if why_not(strategy, sig, graph.num_edges, compiled):
