@@ -40,7 +40,7 @@ fi
 if has sanitize; then
   t=$(date +%s)
   for tool in memcheck racecheck; do
-    compute-sanitizer --tool $tool --error-exitcode 9 $PY tests/gpu/test_kernels_gpu.py > "$OUT/sanitize_$tool.log" 2>&1
+    timeout "${SANITIZE_TIMEOUT_S:-200}" compute-sanitizer --tool $tool --error-exitcode 9 $PY tests/gpu/test_kernels_gpu.py > "$OUT/sanitize_$tool.log" 2>&1
     rc=$?
     echo "compute-sanitizer $tool: exit $rc; $(grep -E 'ERROR SUMMARY|smoke:' "$OUT/sanitize_$tool.log" | tr '\n' ' ')"
     [ $rc -eq 0 ] || status=1
