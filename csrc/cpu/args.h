@@ -1,0 +1,45 @@
+// The typed view of a validated UgParams that every kernel reads.
+#ifndef UGRAPH_CPU_ARGS_H_
+#define UGRAPH_CPU_ARGS_H_
+
+#include <cstdint>
+
+#include "half.h"
+
+namespace ugraph {
+namespace cpu {
+
+// One input tensor: row r starts at data + r * stride. index maps a position p to r (col, row
+// or eid); NULL means r == p, an edge tensor whose edge ids are the CSC positions.
+template <typename T, typename I>
+struct Operand {
+  const T* data = nullptr;
+  int64_t stride = 0;
+  int64_t len = 0;  // elements a row holds (a_len * reduce_size)
+  const I* index = nullptr;
+
+  int64_t id(int64_t p) const { return index ? int64_t(index[p]) : p; }
+  const T* at(int64_t p) const { return data + id(p) * stride; }
+};
+
+template <typename T, typename I>
+struct Args {
+  using Acc = typename Scalar<T>::Acc;
+
+  int64_t num_dst = 0, num_edges = 0;
+  const I* indptr = nullptr;
+  Operand<T, I> a, b;
+  const I* out_index = nullptr;  // gather none: C row of position p (eid; NULL = p)
+  T* c = nullptr;
+  I* arg_a = nullptr;  // NULL when not wanted
+  I* arg_b = nullptr;
+  int64_t out_len = 0;
+  int64_t reduce_size = 1;   // K: products per dot message
+  const int64_t* a_off = nullptr;  // both set, or both NULL (then j addresses A and B directly)
+  const int64_t* b_off = nullptr;
+};
+
+}  // namespace cpu
+}  // namespace ugraph
+
+#endif  // UGRAPH_CPU_ARGS_H_

@@ -1,0 +1,52 @@
+// The backend's C entry point: validate, resolve broadcast, dispatch on the gather kind.
+#include <cstdint>
+#include <new>
+#include <vector>
+
+#include "dispatch.h"
+#include "error.h"
+#include "ugraph/api.h"
+#include "validate.h"
+
+namespace ugraph {
+namespace cpu {
+namespace {
+
+int run(const UgParams& p) {
+  const bool lhs = p.edge_op != UG_COPY_RHS, rhs = p.edge_op != UG_COPY_LHS;
+  Prepared q{&p, (lhs && p.a_off) || (rhs && p.b_off), p.a_off, p.b_off};
+  // Broadcasting one side only: the other side still needs a table in the broadcast kernel.
+  std::vector<int64_t> identity;
+  if (q.bcast && ((lhs && !q.a_off) || (rhs && !q.b_off))) {
+    identity.resize(p.out_len);
+    for (int64_t j = 0; j < p.out_len; ++j) identity[j] = j;
+    if (!q.a_off) q.a_off = identity.data();
+    if (!q.b_off) q.b_off = identity.data();
+  }
+  switch (p.gather_op) {
+    case UG_GATHER_NONE: run_create(q); break;
+    case UG_SUM: run_sum(q); break;
+    case UG_MAX: run_max(q); break;
+    default: run_min(q); break;
+  }
+  return UG_OK;
+}
+
+}  // namespace
+}  // namespace cpu
+}  // namespace ugraph
+
+extern "C" int ug_cpu_run(const UgParams* p) {
+  using namespace ugraph::cpu;
+  clear_error();
+  if (!p) return fail(UG_ERR_INVALID, "params is NULL");
+  const int status = validate(*p);
+  if (status != UG_OK) return status;
+  try {
+    return run(*p);
+  } catch (const std::bad_alloc&) {
+    // params.h has no out-of-memory status; the scratch is O(threads * out_len), so this means
+    // the host is out of memory, which "cannot run it" describes best.
+    return fail(UG_ERR_UNSUPPORTED, "out of host memory for the kernel's scratch buffers");
+  }
+}

@@ -1,0 +1,21 @@
+"""Shared test set-up: the repository root on sys.path (so `tests.reference` and `dgl_ugraph`
+import from the checkout), and output poisoning for the whole session, so an output element a
+kernel forgets to write shows up as NaN / -7 instead of hiding behind allocator leftovers."""
+import os
+import sys
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+if ROOT not in sys.path:
+    sys.path.insert(0, ROOT)
+
+
+@pytest.fixture(autouse=True, scope="session")
+def poison_outputs():
+    import dgl_ugraph.ops as ops
+
+    was = ops.POISON_OUTPUTS
+    ops.POISON_OUTPUTS = True
+    yield
+    ops.POISON_OUTPUTS = was
