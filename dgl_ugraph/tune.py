@@ -460,6 +460,7 @@ class Collector:
         self.stats = CollectStats()
         self.done = done_keys((cfg.out_dir,) + tuple(cfg.resume_dirs), self.dev.name)
         self._rate = 2e-9  # seconds per (edge x width x configuration), learned as cases finish
+        self._last: Optional[Tuple[str, int, float]] = None  # (graph, width, seconds) of the last case
         self._pending: Dict[str, object] = {}  # graph name -> AsyncResult of `loader` (a multiprocessing pool)
 
     # -- graphs
@@ -501,7 +502,12 @@ class Collector:
         return graph_cases(src, self.cfg.widths, self.cfg.heads, self.cfg.calls)
 
     def _estimate(self, num_edges: int, case: CaseSpec) -> float:
-        return self._rate * num_edges * case.width * 150 + 0.02
+        """Seconds the case will take: from the learned rate, or from the graph's previous case
+        scaled by the width (cases go narrow to wide), whichever is larger."""
+        est = self._rate * num_edges * case.width * 150 + 0.02
+        if self._last is not None and self._last[0] == case.graph:
+            est = max(est, self._last[2] * case.width / self._last[1])
+        return est
 
     def _run_graph(self, src: GraphSource) -> bool:
         """True when the budget stopped the run."""
@@ -577,7 +583,8 @@ class Collector:
             if best is not None:
                 # Learn how long cases take: seconds per (edge x width x configuration).
                 work = max(graph.num_edges * case.width * max(len(configs), 1), 1)
-                self._rate = 0.7 * self._rate + 0.3 * (self.clock() - t0) / work
+                self._rate = 0.5 * self._rate + 0.5 * (self.clock() - t0) / work
+                self._last = (case.graph, case.width, self.clock() - t0)
         except DeviceLost:
             raise
         except Exception as exc:  # noqa: BLE001 - a case that cannot be built is recorded, never fatal
