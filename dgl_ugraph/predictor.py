@@ -403,3 +403,58 @@ def reset() -> None:
     """Forgets loaded models (after `tune` wrote a new one, or in tests)."""
     with _load_lock:
         _loaded.clear()
+
+
+# ---- the decision -------------------------------------------------------------------------------------
+
+_failed: List[str] = []
+
+
+def shortlist(sig: Signature, stats, allowed: Sequence[str]) -> List[ParallelInfo]:
+    """What autotuning times when no model serves the device: the heuristic's choice, then per
+    strategy a few groupings and tilings that span the space's corners."""
+    from .select import heuristic
+    out = [heuristic(sig, stats, list(allowed))]
+    for s in allowed:
+        top = min(max_tiling(s, sig.width), 64)
+        for g, t in ((1, 1), (4, 1), (1, min(4, top)), (8, min(8, top)), (32, min(32, top))):
+            c = ParallelInfo(s, g, max(t, 1))
+            if c not in out:
+                out.append(c)
+    return out
+
+
+def ranked_configs(model: Optional[Predictor], case: CaseInfo, sig: Signature, dev: DeviceInfo, stats,
+                   allowed: Sequence[str]) -> List[ParallelInfo]:
+    return model.rank(case, sig, dev, allowed) if model is not None else shortlist(sig, stats, allowed)
+
+
+def decide(graph, sig: Signature, allowed: Sequence[str], op=None) -> Optional[ParallelInfo]:
+    """The learned choice for a CUDA call among `allowed` strategies, or None when the heuristic
+    should serve (no model for this GPU family, not a CUDA graph). With DGL_UGRAPH_AUTOTUNE=1 and
+    the call's operands `op`, the first sight of a (graph features, signature) key times the
+    model's top-k configurations (the shortlist without a model) and the winner is remembered in
+    the per-device autotune cache. A failure here never fails the call: it is reported once and
+    the heuristic serves from then on."""
+    if graph.device.type != "cuda" or _failed:
+        return None
+    try:
+        from . import autotune
+        dev = device_info(graph.device)
+        model = load(dev.family)
+        tuning = op is not None and autotune.enabled() and not torch.cuda.is_current_stream_capturing()
+        if model is None and not tuning:
+            return None
+        case = CaseInfo.from_graph(graph)
+        if not tuning:
+            return model.choose(case, sig, dev, allowed)
+        from . import _ext
+        core_hash = str(_ext.core().build_info().get("cuda_source_hash", ""))
+        ranked = ranked_configs(model, case, sig, dev, graph.stats, allowed)
+        k = autotune.top_k() if model is not None else len(ranked)
+        return autotune.tuner_for(dev, core_hash).choose(graph, op, case, sig, ranked, k)
+    except Exception as exc:  # noqa: BLE001 - selection must never break the operator
+        _failed.append(f"{type(exc).__name__}: {exc}")
+        warnings.warn(f"dgl_ugraph: the strategy predictor failed ({_failed[0]}); the heuristic serves from now on",
+                      RuntimeWarning, stacklevel=2)
+        return None

@@ -653,3 +653,113 @@ def test_dgl_calls_table_matches_what_dgl_issues(monkeypatch):
     x = torch.rand(5, f, requires_grad=True)
     GraphConv(f, f, norm="none")(g, x, edge_weight=torch.rand(6)).sum().backward()
     assert set(seen) <= expected and ("spmm", "mul", "sum", (f,), (1,)) in seen
+
+
+# ---- the decision and the whole pipeline --------------------------------------------------------------------
+
+class CudaLikeGraph:
+    """What decide() reads from a graph, on a pretend CUDA device."""
+
+    def __init__(self):
+        g = UGraph.from_coo(torch.tensor([0, 1, 2, 3]), torch.tensor([1, 2, 3, 0]), 4, 4, torch.int32)
+        self.num_src, self.num_dst, self.num_edges, self.idtype, self.stats = 4, 4, 4, torch.int32, g.stats
+        self.device = torch.device("cuda", 0)
+
+
+class FixedModel:
+    def __init__(self, order):
+        self.order = order
+
+    def choose(self, case, sig_, dev, allowed):
+        return self.order[0]
+
+    def rank(self, case, sig_, dev, allowed, k=None):
+        return list(self.order)
+
+
+def test_decide_uses_the_model_then_the_autotuner(monkeypatch, tmp_path):
+    order = [ParallelInfo("warp_edge", 8, 4), ParallelInfo("thread_edge", 1, 1), ParallelInfo("warp_vertex", 2, 1)]
+    monkeypatch.setattr(predictor, "device_info", lambda device=None: DEV)
+    monkeypatch.setattr(predictor, "load", lambda family: FixedModel(order))
+    monkeypatch.setattr(predictor, "_failed", [])
+    graph = CudaLikeGraph()
+    assert predictor.decide(graph, sig(), list(STRATEGIES)) == order[0]
+    assert predictor.decide(UGraph.from_coo(torch.tensor([0]), torch.tensor([0]), 1, 1), sig(), list(STRATEGIES)) is None
+    # Autotuning: the top-k are timed once, the fastest wins and is remembered.
+    measured = []
+
+    def measure(g, op, configs):
+        measured.append(list(configs))
+        return {c: 1.0 + i for i, c in enumerate(reversed(configs))}
+    tuner = autotune.Autotuner(autotune.AutotuneCache(tmp_path / "a.json", DEV, "h"), measure)
+    monkeypatch.setenv("DGL_UGRAPH_AUTOTUNE", "1")
+    monkeypatch.setenv("DGL_UGRAPH_AUTOTUNE_TOPK", "2")
+    monkeypatch.setattr(autotune, "tuner_for", lambda dev, core_hash: tuner)
+    monkeypatch.setattr(torch.cuda, "is_current_stream_capturing", lambda: False)
+    monkeypatch.setattr(_ext, "core", lambda: type("Core", (), {"build_info": staticmethod(lambda: {"cuda_source_hash": "h"})}))
+    assert predictor.decide(graph, sig(), list(STRATEGIES), op=object()) == order[1]
+    assert predictor.decide(graph, sig(), list(STRATEGIES), op=object()) == order[1]
+    assert measured == [order[:2]]
+    # Without the operands there is nothing to time: the model decides.
+    assert predictor.decide(graph, sig(), list(STRATEGIES)) == order[0]
+
+
+def test_decide_without_a_model_autotunes_the_shortlist_or_defers(monkeypatch):
+    monkeypatch.setattr(predictor, "device_info", lambda device=None: DEV)
+    monkeypatch.setattr(predictor, "load", lambda family: None)
+    monkeypatch.setattr(predictor, "_failed", [])
+    graph = CudaLikeGraph()
+    assert predictor.decide(graph, sig(), list(STRATEGIES)) is None  # the heuristic serves
+    short = predictor.shortlist(sig(width=8), graph.stats, list(STRATEGIES))
+    assert len(short) == len(set(short)) and all(c.tiling <= predictor.max_tiling(c.strategy, 8) for c in short)
+    assert {c.strategy for c in short} == set(STRATEGIES)
+
+
+def test_decide_failure_warns_once_and_defers(monkeypatch):
+    class Broken:
+        def choose(self, *a):
+            raise RuntimeError("corrupt")
+    monkeypatch.setattr(predictor, "device_info", lambda device=None: DEV)
+    monkeypatch.setattr(predictor, "load", lambda family: Broken())
+    monkeypatch.setattr(predictor, "_failed", [])
+    with pytest.warns(RuntimeWarning, match="corrupt"):
+        assert predictor.decide(CudaLikeGraph(), sig(), list(STRATEGIES)) is None
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert predictor.decide(CudaLikeGraph(), sig(), list(STRATEGIES)) is None
+
+
+def _script(name):
+    import importlib.util
+    spec = importlib.util.spec_from_file_location(name, ROOT / "scripts" / f"{name}.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_collect_train_export_evaluate(tmp_path):
+    """The whole offline path on simulated timings: collect, train_predictor.py, the exported
+    model loaded without lightgbm's help, eval_predictor.py's files."""
+    pytest.importorskip("lightgbm")
+    pytest.importorskip("matplotlib")
+    specs = [gs.GraphSpec(f"g{i}", "degree", 300 + 100 * i, 1500 + 900 * i, [0.5, 3.0, 30.0][i % 3],
+                          ["random", "banded", "clustered"][i % 3], seed=i) for i in range(6)]
+    sources = [tune.GraphSource(s.name, "degree", "holdout" if i in (1, 4) else "train", s.num_edges, spec=s)
+               for i, s in enumerate(specs)]
+    world = World(noise=0.02)
+    make_collector(tmp_path / "data", world).run(sources)
+    assert _script("train_predictor").main(["--data", str(tmp_path / "data"), "--out", str(tmp_path / "models"),
+                                            "--trees", "40"]) == 0
+    model = predictor.Predictor.from_files(tmp_path / "models" / "sm90.json")
+    manifest = model.manifest
+    assert manifest["training_data"]["cases"] > 0 and manifest["family"] == "sm90" and manifest["devices"] == [DEV.name]
+    assert _script("eval_predictor").main(["--data", str(tmp_path / "data"), "--model", str(tmp_path / "models" / "sm90.json"),
+                                           "--out-dir", str(tmp_path / "bench")]) == 0
+    import csv as _csv
+    with open(tmp_path / "bench" / "predictor.csv") as fh:
+        rows = list(_csv.DictReader(fh))
+    assert list(rows[0])[:8] == ["device", "graph", "op", "F", "dtype", "oracle_ms", "predicted_ms", "fixed_best_ms"]
+    assert {r["graph"] for r in rows} == {"g1", "g4"}
+    assert all(float(r["predicted_ms"]) >= float(r["oracle_ms"]) for r in rows)
+    assert (tmp_path / "bench" / "predictor_fig12.png").stat().st_size > 10_000
+    assert "Acceptance" in (tmp_path / "bench" / "predictor.md").read_text()

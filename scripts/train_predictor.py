@@ -1,0 +1,67 @@
+"""Trains the strategy predictor on collected timings and exports it for the package.
+
+    python scripts/train_predictor.py                       # data/predictor -> dgl_ugraph/predictor_models/
+    python scripts/train_predictor.py --data DIR --family sm90 --out DIR
+
+Reads every cases-*/timings-*.csv.gz pair under --data, keeps the complete cases of one GPU
+family (compute capability), leaves out the held-out graphs (split column: they are for
+scripts/eval_predictor.py), and fits LightGBM to log(time / case best), grouped by graph: a
+seeded fifth of the training graphs validates (early stopping and the manifest's decision
+quality). Writes <family>.json (LightGBM's JSON dump) and <family>.manifest.json. Needs lightgbm.
+"""
+from __future__ import annotations
+
+import argparse
+import pathlib
+import sys
+from collections import Counter
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from dgl_ugraph import tune  # noqa: E402
+
+
+def family_of(case: tune.Case) -> str:
+    major, minor = case.row["cc"].split(".")
+    return f"sm{major}{minor}"
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--data", type=pathlib.Path, nargs="+", default=[ROOT / "data" / "predictor"])
+    ap.add_argument("--family", default=None, help="GPU family to train for (default: the only one in the data)")
+    ap.add_argument("--out", type=pathlib.Path, default=ROOT / "dgl_ugraph" / "predictor_models")
+    ap.add_argument("--trees", type=int, default=150, help="most boosting rounds (early stopping may use fewer)")
+    ap.add_argument("--leaves", type=int, default=31)
+    ap.add_argument("--include-holdout", action="store_true", help="train on the held-out graphs too (no evaluation after)")
+    args = ap.parse_args(argv)
+    try:
+        import lightgbm  # noqa: F401
+    except ImportError:
+        print("train_predictor.py needs lightgbm (pip install lightgbm)", file=sys.stderr)
+        return 2
+    paths = tune.collected_files(args.data, "cases")
+    cases = tune.load_cases(paths)
+    if not cases:
+        print(f"no complete cases under {[str(d) for d in args.data]}", file=sys.stderr)
+        return 1
+    families = Counter(family_of(c) for c in cases)
+    family = args.family or (next(iter(families)) if len(families) == 1 else None)
+    if family is None:
+        print(f"the data holds several GPU families {dict(families)}: pick one with --family", file=sys.stderr)
+        return 1
+    cases = [c for c in cases if family_of(c) == family]
+    train_cases = [c for c in cases if args.include_holdout or c.row["split"] != "holdout"]
+    print(f"{family}: {len(cases)} cases on {dict(Counter(c.row['device'] for c in cases))}; "
+          f"training on {len(train_cases)} ({len(cases) - len(train_cases)} held out)")
+    result = tune.train(train_cases, num_trees=args.trees, params={"num_leaves": args.leaves})
+    used = sorted({p for p in paths if any(c.row["run_id"] in p.name for c in cases)})
+    out = tune.export(result, args.out, family, used, [c.row["device"] for c in cases])
+    print(f"wrote {out} and {out.with_name(out.stem + '.manifest.json').name}: {result.booster.num_trees()} trees, "
+          f"{out.stat().st_size / 2 ** 20:.1f} MiB; validation {result.validation}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
