@@ -6,6 +6,8 @@ so winner positions are comparable; values are returned in float64.
 """
 from __future__ import annotations
 
+import math
+
 import torch
 
 from dgl_ugraph.abstraction import OpInfo, broadcast, uses_lhs, uses_rhs
@@ -67,8 +69,8 @@ def reference(graph: UGraph, op: OpInfo):
         c[_index(graph, "edge")] = msg
         return c, None, None
     rows = graph.row.long()
-    flat = msg.reshape(graph.num_edges, -1)
-    n_out = flat.shape[1]
+    n_out = math.prod(out_shape)
+    flat = msg.reshape(graph.num_edges, n_out)
     if op.gather_op == "sum":
         c = torch.zeros(graph.num_dst, n_out, dtype=torch.float64, device=dev)
         c.index_add_(0, rows, flat)
@@ -76,7 +78,7 @@ def reference(graph: UGraph, op: OpInfo):
 
     # max/min: the first position, in CSC order, that is strictly better than every earlier one.
     work_dtype = torch.float64 if feat_dtype == torch.float64 else torch.float32
-    cand = messages(graph, op, work_dtype).reshape(graph.num_edges, -1)
+    cand = messages(graph, op, work_dtype).reshape(graph.num_edges, n_out)
     zero = reduce_zero(op.gather_op, feat_dtype)
     better = (cand > zero) if op.gather_op == "max" else (cand < zero)  # NaN compares false
     fill = torch.full_like(cand, zero)

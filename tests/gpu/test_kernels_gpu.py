@@ -52,7 +52,7 @@ def check_args(graph, op, out, arg, ref_arg, which: str, dtype) -> bool:
         return ref_arg is None
     if torch.equal(arg.long(), ref_arg):
         return True
-    msg = messages(graph, op).reshape(graph.num_edges, -1)
+    msg = messages(graph, op).reshape(graph.num_edges, out[0].numel())
     idx = {"src": graph.col, "dst": graph.row, "edge": graph.eid}[which].long()
     diff = (arg.long() != ref_arg).reshape(graph.num_dst, -1).nonzero()
     for r, j in diff.tolist():
