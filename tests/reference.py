@@ -77,9 +77,14 @@ def reference(graph: UGraph, op: OpInfo):
         return c.reshape((graph.num_dst,) + tuple(out_shape)), None, None
 
     # max/min: the first position, in CSC order, that is strictly better than every earlier one.
+    shape = (graph.num_dst,) + tuple(out_shape)
+    zero = reduce_zero(op.gather_op, feat_dtype)
+    if graph.num_edges == 0:  # every row is empty: the reduce zero, args 0
+        empty_arg = torch.zeros(shape, dtype=torch.long, device=dev)
+        return (torch.full(shape, zero, dtype=torch.float64, device=dev),
+                empty_arg if uses_lhs(op.edge_op) else None, empty_arg.clone() if uses_rhs(op.edge_op) else None)
     work_dtype = torch.float64 if feat_dtype == torch.float64 else torch.float32
     cand = messages(graph, op, work_dtype).reshape(graph.num_edges, n_out)
-    zero = reduce_zero(op.gather_op, feat_dtype)
     better = (cand > zero) if op.gather_op == "max" else (cand < zero)  # NaN compares false
     fill = torch.full_like(cand, zero)
     vals = torch.where(better, cand, fill)
@@ -103,6 +108,5 @@ def reference(graph: UGraph, op: OpInfo):
 
     arg_a = arg(op.A_type) if uses_lhs(op.edge_op) else None
     arg_b = arg(op.B_type) if uses_rhs(op.edge_op) else None
-    shape = (graph.num_dst,) + tuple(out_shape)
     return (value.reshape(shape), None if arg_a is None else arg_a.reshape(shape),
             None if arg_b is None else arg_b.reshape(shape))
