@@ -248,7 +248,7 @@ class CudaRunner:
     def sync(self) -> None:
         try:
             torch.cuda.synchronize(self.device)
-        except RuntimeError as exc:
+        except Exception as exc:  # noqa: BLE001 - RuntimeError, or torch.AcceleratorError in newer torch
             raise DeviceLost(str(exc).splitlines()[0] if str(exc) else type(exc).__name__) from exc
         self._retired = []
 

@@ -237,13 +237,15 @@ class CudaBackend:
         return graph.reverse()
 
     def operand(self, graph, rows: int, shape: Tuple[int, ...], dtype: str) -> torch.Tensor:
-        """Random values in [0.5, 1.5) (never zeros: they can run faster than real data), one
-        tensor per (graph, rows, shape, dtype), shared by all the graph's calls."""
+        """Random values in [0.5, 1.5) (never zeros: they can run faster than real data), shared
+        by consecutive calls of one width; the least recently used of more than 8 are dropped."""
         key = (id(graph), rows, shape, dtype)
-        t = self._tensors.get(key)
+        t = self._tensors.pop(key, None)
         if t is None:
             t = torch.rand((rows,) + shape, generator=self._gen, device=self.device).to(DTYPES[dtype]) + 0.5
-            self._tensors[key] = t
+        self._tensors[key] = t
+        while len(self._tensors) > 8:
+            self._tensors.pop(next(iter(self._tensors)))
         return t
 
     def runner(self, graph, op: OpInfo, first: ParallelInfo):
@@ -260,7 +262,7 @@ class CudaBackend:
         try:
             torch.cuda.synchronize(self.device)
             return True
-        except RuntimeError:
+        except Exception:  # noqa: BLE001 - RuntimeError, or torch.AcceleratorError in newer torch
             return False
 
 
@@ -320,7 +322,7 @@ def read_rows(path: pathlib.Path) -> List[dict]:
 
 class Shards:
     """This run's two files, cases-*.csv.gz and timings-*.csv.gz, each appended one gzip member
-    per case (timings first, so a case row means its timings are complete), flushed and synced."""
+    per case (timings first, so a case row means its timings are complete)."""
 
     def __init__(self, out_dir: pathlib.Path, tag: str):
         self.cases_path = out_dir / f"cases-{tag}.csv.gz"
@@ -333,10 +335,10 @@ class Shards:
         if not path.exists() or path.stat().st_size == 0:
             w.writeheader()
         w.writerows(rows)
+        # Flushed to the OS at once, so a killed run loses nothing it finished (no fsync: a lost
+        # machine takes the output folder with it anyway).
         with open(path, "ab") as fh:
             fh.write(gzip.compress(buf.getvalue().encode(), compresslevel=6))
-            fh.flush()
-            os.fsync(fh.fileno())
 
     def write(self, case_row: dict, timing_rows: Sequence[dict]) -> None:
         self._append(self.timings_path, TIMING_COLUMNS, timing_rows)
@@ -459,8 +461,11 @@ class Collector:
         self.state = State(cfg.out_dir / f"state-{cfg.run_id}.json")
         self.stats = CollectStats()
         self.done = done_keys((cfg.out_dir,) + tuple(cfg.resume_dirs), self.dev.name)
-        self._rate = 2e-9  # seconds per (edge x width x configuration), learned as cases finish
+        # A case's seconds ~ configurations x (overhead + per_unit x edges x width), both learned
+        # as cases finish (overhead from small cases, per_unit from large ones).
+        self._overhead, self._per_unit = 1e-4, 1e-11
         self._last: Optional[Tuple[str, int, float]] = None  # (graph, width, seconds) of the last case
+        self._sched: Optional[TierScheduler] = None
         self._pending: Dict[str, object] = {}  # graph name -> AsyncResult of `loader` (a multiprocessing pool)
 
     # -- graphs
@@ -476,41 +481,55 @@ class Collector:
         return pending.get() if pending is not None else load_source(src)
 
     # -- the run
-    def run(self, sources: Sequence[GraphSource]) -> CollectStats:
+    def plan(self, sources: Sequence[GraphSource]) -> None:
+        """Orders the graphs still to do and starts generating the first ones."""
         todo = [s for s in sources if any(c.key not in self.done for c in self._cases(s))]
-        sched = TierScheduler(todo)
+        self._sched = TierScheduler(todo)
         total = sum(len([c for c in self._cases(s) if c.key not in self.done]) for s in todo)
         if self.progress is not None:
             self.progress.start(total, self.cfg.deadline)
         self.log(f"{self.dev.name} ({self.dev.sm_count} SMs, L2 {self.dev.l2_bytes >> 20} MiB): "
                  f"{len(todo)} graphs, {total} cases to do ({len(self.done)} done before)")
-        while True:
+        self._prefetch(self._sched.heads())
+
+    def run(self, sources: Optional[Sequence[GraphSource]] = None) -> CollectStats:
+        """Runs graph after graph until the suite is done or no case fits before the deadline
+        (a graph whose next case would overrun is left for the next run; smaller ones go on)."""
+        if self._sched is None:
+            self.plan(sources)
+        sched, cut_short = self._sched, False
+        while self.clock() < self.cfg.deadline:
             src = sched.pop()
             if src is None:
-                self.stats.stop_reason = "suite complete"
                 break
             self._prefetch(sched.heads())
             t0 = self.clock()
-            stopped = self._run_graph(src)
+            cut_short |= self._run_graph(src)
             sched.charge(src, self.clock() - t0)
-            if stopped:
-                self.stats.stop_reason = "budget"
-                break
+        self.stats.stop_reason = "budget" if cut_short or sched.heads() else "suite complete"
         return self.stats
 
     def _cases(self, src: GraphSource) -> List[CaseSpec]:
         return graph_cases(src, self.cfg.widths, self.cfg.heads, self.cfg.calls)
 
     def _estimate(self, num_edges: int, case: CaseSpec) -> float:
-        """Seconds the case will take: from the learned rate, or from the graph's previous case
-        scaled by the width (cases go narrow to wide), whichever is larger."""
-        est = self._rate * num_edges * case.width * 150 + 0.02
+        """Seconds the case will take: the graph's previous case scaled by the width (a graph's
+        cases go narrow to wide), else the learned model."""
         if self._last is not None and self._last[0] == case.graph:
-            est = max(est, self._last[2] * case.width / self._last[1])
-        return est
+            return self._last[2] * max(case.width / self._last[1], 1.0)
+        return 150 * (self._overhead + self._per_unit * num_edges * case.width)
+
+    def _learn(self, case: CaseSpec, num_edges: int, n_configs: int, seconds: float) -> None:
+        per_config = seconds / max(n_configs, 1)
+        units = num_edges * case.width
+        if units < 1e6:
+            self._overhead = 0.5 * self._overhead + 0.5 * per_config
+        else:
+            self._per_unit = 0.5 * self._per_unit + 0.5 * max(per_config - self._overhead, 0.0) / units
+        self._last = (case.graph, case.width, seconds)
 
     def _run_graph(self, src: GraphSource) -> bool:
-        """True when the budget stopped the run."""
+        """Runs a graph's cases; True when the budget cut it short (or left it unstarted)."""
         cases = [c for c in self._cases(src) if c.key not in self.done]
         if self.clock() + self._estimate(src.num_edges, cases[0]) > self.cfg.deadline:
             return True
@@ -581,10 +600,7 @@ class Collector:
                        status="ok" if ok else "failed",
                        message="" if ok else "no configuration ran: " + "; ".join(sorted({t.message for t in timings})[:3]))
             if best is not None:
-                # Learn how long cases take: seconds per (edge x width x configuration).
-                work = max(graph.num_edges * case.width * max(len(configs), 1), 1)
-                self._rate = 0.5 * self._rate + 0.5 * (self.clock() - t0) / work
-                self._last = (case.graph, case.width, self.clock() - t0)
+                self._learn(case, graph.num_edges, len(configs), self.clock() - t0)
         except DeviceLost:
             raise
         except Exception as exc:  # noqa: BLE001 - a case that cannot be built is recorded, never fatal
@@ -921,11 +937,12 @@ def run_worker(sources: Sequence[GraphSource], cfg: CollectConfig, progress: Opt
     loader = multiprocessing.get_context("spawn").Pool(2)
     collector = Collector(backend, cfg, progress=progress, loader=loader, log=log)
     try:
+        collector.plan(sources)  # the first graphs are generated while the modules load
         variants = sorted({v for s in sources for v in s.variants})
         t = time.time()
         runs = warm_modules(backend, variants, cfg.calls, collector.compiled)
         log(f"warm-up: {runs} configurations loaded in {time.time() - t:.1f} s")
-        stats = collector.run(sources)
+        stats = collector.run()
     except DeviceLost as exc:
         collector.note_device_lost()
         log(f"GPU context lost ({exc}); the supervisor restarts the worker")
