@@ -763,3 +763,76 @@ def test_collect_train_export_evaluate(tmp_path):
     assert all(float(r["predicted_ms"]) >= float(r["oracle_ms"]) for r in rows)
     assert (tmp_path / "bench" / "predictor_fig12.png").stat().st_size > 10_000
     assert "Acceptance" in (tmp_path / "bench" / "predictor.md").read_text()
+
+
+@pytest.mark.skipif(_ext._C is None, reason="needs the compiled core (its Params)")
+def test_cuda_runner_glue_on_a_mock_device(monkeypatch):
+    """CudaRunner and measure_on_gpu against a stand-in for the CUDA side (events on a fake
+    clock, a core whose runs cost a known time): the Python glue the GPU run depends on."""
+    import contextlib
+    import types
+    clock = [0.0]
+
+    class Event:
+        def __init__(self, enable_timing=False):
+            self.t = None
+
+        def record(self, stream=None):
+            self.t = clock[0]
+
+        def elapsed_time(self, other):
+            return other.t - self.t
+
+        def query(self):
+            return False
+
+        def synchronize(self):
+            pass
+
+    real = _ext.core()
+    launched = []
+
+    class Core:
+        Params = real.Params
+
+        @staticmethod
+        def cuda_check(p):
+            return (2, "refused by the core") if p.grouping == 64 and p.strategy == 0 else (0, "")
+
+        @staticmethod
+        def cuda_workspace_bytes(p):
+            return 256 if p.strategy in (1, 3) else 0
+
+        @staticmethod
+        def run_cuda(p, stream):
+            assert p.strategy not in (1, 3) or p.workspace_bytes >= 256
+            launched.append((p.strategy, p.grouping, p.tiling))
+            clock[0] += 0.01 * (1 + p.strategy) * (1 + p.grouping / 64) / p.tiling ** 0.5
+
+    monkeypatch.setattr(_ext, "core", lambda: Core)
+    monkeypatch.setattr(torch.cuda, "Event", Event)
+    monkeypatch.setattr(torch.cuda, "current_stream", lambda device=None: types.SimpleNamespace(cuda_stream=0))
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda device=None: None)
+    monkeypatch.setattr(torch.cuda, "_sleep", lambda cycles: None)
+    monkeypatch.setattr(torch.cuda, "current_device", lambda: 0)
+    monkeypatch.setattr(torch.cuda, "device", lambda index: contextlib.nullcontext())
+    monkeypatch.setattr(autotune, "_sleep_cycles_per_ms", {})
+    monkeypatch.setattr(autotune, "_event_pools", {})
+    s, d, n = tune.load_source(small_sources()[0])
+    g = FakeBackend(World()).graph(s, d, n)
+    op = tune.make_op(type("B", (), {"operand": staticmethod(lambda graph, rows, shape, dtype: torch.rand((rows,) + shape))})(),
+                      g, tune.CALLS["copy_u_sum"], 16, 1, "float32")
+    from dgl_ugraph.ops import signature
+    configs = predictor.config_space(signature(g, op)[0], list(STRATEGIES))
+    runner = autotune.CudaRunner(g, op, configs[0])
+    timings = autotune.time_configs(runner, configs, autotune.TimingPolicy(cut=2.0, target_ms=0.05))
+    by = {t.config: t for t in timings}
+    assert by[ParallelInfo("thread_vertex", 64, 1)].status == "refused"
+    for c, t in by.items():
+        if t.status in ("ok", "cut"):
+            want = 0.01 * (1 + STRATEGIES.index(c.strategy)) * (1 + c.grouping / 64) / c.tiling ** 0.5
+            assert t.ms == pytest.approx(want) and t.first_ms == pytest.approx(want)
+    assert runner.workspace is not None and runner.capacity == 256
+    best = min((t for t in timings if t.status == "ok"), key=lambda t: t.ms)
+    times = autotune.measure_on_gpu(g, op, [best.config, ParallelInfo("warp_edge", 1, 1)])
+    assert min(times, key=times.get) == best.config
