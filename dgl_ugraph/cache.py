@@ -63,10 +63,10 @@ def _dgl_api(name: str):
     return func
 
 
-def _array_key(nd) -> tuple:
-    # Start address and length. CUDA's unified addressing keeps host and device addresses apart.
+def _address(nd) -> int:
+    # CUDA's unified addressing keeps host and device addresses apart.
     c = nd.handle.contents
-    return ((c.data or 0) + c.byte_offset, c.shape[0])
+    return (c.data or 0) + c.byte_offset
 
 
 def _adjacency(gidx, in_edges: bool):
@@ -77,7 +77,10 @@ def _adjacency(gidx, in_edges: bool):
 
 
 def _graph_key(arrays, num_src: int, num_dst: int) -> tuple:
-    return (num_src, num_dst) + tuple(_array_key(a) for a in arrays)
+    """Node counts and the arrays' start addresses. Lengths follow: indptr has num_dst + 1
+    entries, whose last one (read from the very same memory) gives the edge count."""
+    indptr, indices, eids = arrays
+    return (num_src, num_dst, _address(indptr), _address(indices), _address(eids))
 
 
 def _created_formats(gidx) -> frozenset:
@@ -92,10 +95,11 @@ def _build(arrays, num_src: int, key: tuple) -> GraphEntry:
 
 
 def _resolve(gidx) -> Union[GraphEntry, str]:
-    etypes = gidx.number_of_etypes()
+    metagraph = gidx.metagraph
+    etypes = metagraph.num_edges()
     if etypes != 1:
         return f"heterograph with {etypes} edge types: dgl_ugraph runs graphs of one edge type"
-    srctype, dsttype = gidx.metagraph.find_edge(0)
+    srctype, dsttype = metagraph.find_edge(0)
     num_src, num_dst = gidx.num_nodes(srctype), gidx.num_nodes(dsttype)
     try:
         csc = _adjacency(gidx, True)
