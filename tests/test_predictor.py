@@ -836,3 +836,27 @@ def test_cuda_runner_glue_on_a_mock_device(monkeypatch):
     best = min((t for t in timings if t.status == "ok"), key=lambda t: t.ms)
     times = autotune.measure_on_gpu(g, op, [best.config, ParallelInfo("warp_edge", 1, 1)])
     assert min(times, key=times.get) == best.config
+
+
+def test_supervisor_restarts_a_worker_that_lost_the_gpu(tmp_path):
+    counter = tmp_path / "n"
+    script = ("import pathlib, sys; p = pathlib.Path(sys.argv[1]); n = int(p.read_text()) if p.exists() else 0; "
+              "p.write_text(str(n + 1)); sys.exit(3 if n < 2 else 0)")
+    logs = []
+    rc = tune.supervise([sys.executable, "-c", script, str(counter)], deadline=1e12, log=logs.append)
+    assert rc == 0 and counter.read_text() == "3" and len(logs) == 2
+    counter.unlink()
+    rc = tune.supervise([sys.executable, "-c", script, str(counter)], deadline=1e12, max_restarts=1, log=logs.append)
+    assert rc == 3 and counter.read_text() == "2"
+    assert tune.supervise([sys.executable, "-c", "raise SystemExit(1)"], deadline=1e12, log=logs.append) == 1
+
+
+def test_finish_meta_summarises_the_run(tmp_path):
+    world = World()
+    make_collector(tmp_path, world, audit_every=2).run(small_sources()[:2])
+    meta = tmp_path / "meta.json"
+    meta.write_text(json.dumps({"run_id": "run1"}))
+    out = tune.finish_meta(meta, tmp_path, f"{DEV.slug}-run1", cut=2.5)
+    assert out["run_id"] == "run1" and out["cases"] == out["cases_ok"] == len(planned(small_sources()[:2]))
+    assert out["audit"]["audited_cases"] > 0 and out["timings_by_status"]["ok"] > 0
+    assert json.loads(meta.read_text())["cases"] == out["cases"]
