@@ -138,7 +138,8 @@ def test_graph_restricted_to_coo_runs_on_dgl():
     ours = dgl.ops.copy_u_sum(g, x)
     with dgl_ugraph.disabled():
         theirs = dgl.ops.copy_u_sum(g, x)
-    assert torch.equal(ours, theirs)
+    torch.testing.assert_close(ours, theirs)  # DGL's COO kernel adds in a thread-dependent order
+    assert fallbacks("gspmm:copy_lhs:sum:u:*")["intercepted"] == 0
     assert any("cannot have a CSC" in r for r in fallbacks("gspmm:copy_lhs:sum:u:*")["reasons"])
 
 
