@@ -140,7 +140,8 @@ def _run_batch(runner, items, timings, policy: TimingPolicy, isolate, on_try) ->
 # ---- the CUDA runner -------------------------------------------------------------------------------
 
 _sleep_cycles_per_ms: Dict[int, float] = {}
-_event_pools: Dict[int, List[torch.cuda.Event]] = {}
+_event_pools: Dict[int, List[torch.cuda.Event]] = {}  # reused by every runner: creating events costs
+_launch_ms: Dict[int, float] = {}  # host time per queued run, learned from each batch
 
 
 def _cycles_per_ms(device: torch.device) -> float:
@@ -178,12 +179,12 @@ class CudaRunner:
         self.stream = torch.cuda.current_stream(self.device)
         self.handle = self.stream.cuda_stream
         index = self.device.index if self.device.index is not None else torch.cuda.current_device()
+        self.index = index
         self.pool = _event_pools.setdefault(index, [])
         self.used = 0
         self.workspace = None
         self._retired: list = []
         self.capacity = int(self.params.workspace_bytes)
-        self.launch_ms = 0.03  # host time per queued run, learned from each batch
         self.starved_batches = 0
         self._clock = 0.0
         self._launches = 0
@@ -231,7 +232,7 @@ class CudaRunner:
         self._clock = time.perf_counter()
         if not self._cycles:
             return None
-        ms = min(200.0, 0.05 + 1.5 * self._launches * self.launch_ms)
+        ms = min(200.0, 0.05 + 1.5 * self._launches * _launch_ms.get(self.index, 0.03))
         torch.cuda._sleep(int(ms * self._cycles))
         marker = self._event()
         marker.record(self.stream)
@@ -242,7 +243,8 @@ class CudaRunner:
         waited on the host inside a timed region)."""
         per_launch = (time.perf_counter() - self._clock) * 1e3 / self._launches
         ran_out = marker is not None and marker.query()
-        self.launch_ms = max(per_launch, self.launch_ms * (2.0 if ran_out else 0.9))
+        before = _launch_ms.get(self.index, 0.03)
+        _launch_ms[self.index] = max(per_launch, before * (2.0 if ran_out else 0.9))
         return ran_out
 
     def sync(self) -> None:

@@ -534,9 +534,16 @@ class Collector:
         if self.clock() + self._estimate(src.num_edges, cases[0]) > self.cfg.deadline:
             return True
         t0 = self.clock()
-        s, d, n = self._load(src)
-        base = self.backend.graph(s, d, n)
-        del s, d
+        try:
+            s, d, n = self._load(src)
+            base = self.backend.graph(s, d, n)
+            del s, d
+        except Exception as exc:  # noqa: BLE001 - left for the next run, not recorded as failed
+            if not self.backend.alive():
+                raise DeviceLost(f"{type(exc).__name__}: {exc}") from exc
+            self.log(f"{src.name}: could not build the graph ({type(exc).__name__}: {exc}); skipped in this run")
+            self.backend.release()
+            return False
         graphs: Dict[Tuple[str, str], object] = {}
         done_here = 0
         stopped = False
@@ -655,7 +662,8 @@ class Collector:
         self.state.save()
 
 
-def warm_modules(backend, variants: Iterable[Tuple[str, str]], calls: Sequence[str], compiled: frozenset) -> int:
+def warm_modules(backend, variants: Iterable[Tuple[str, str]], calls: Sequence[str], compiled: frozenset,
+                 log: Callable[[str], None] = print) -> int:
     """Runs every configuration of every call once on a tiny graph, so the CUDA modules are
     loaded before anything is timed (lazy loading would otherwise land in a screening run)."""
     rng = np.random.default_rng(0)
@@ -678,7 +686,10 @@ def warm_modules(backend, variants: Iterable[Tuple[str, str]], calls: Sequence[s
             try:
                 runner = backend.runner(graph, op, configs[0])
                 time_configs(runner, configs, TimingPolicy(cut=0.0, max_reps=1))
-            except Refused:
+            except DeviceLost:
+                raise
+            except Exception as exc:  # noqa: BLE001 - the case itself will record what fails
+                log(f"warm-up: {name} {dtype}/{idtype}: {type(exc).__name__}: {exc}")
                 continue
             runs += len(configs)
     backend.release()
@@ -940,7 +951,7 @@ def run_worker(sources: Sequence[GraphSource], cfg: CollectConfig, progress: Opt
         collector.plan(sources)  # the first graphs are generated while the modules load
         variants = sorted({v for s in sources for v in s.variants})
         t = time.time()
-        runs = warm_modules(backend, variants, cfg.calls, collector.compiled)
+        runs = warm_modules(backend, variants, cfg.calls, collector.compiled, log)
         log(f"warm-up: {runs} configurations loaded in {time.time() - t:.1f} s")
         stats = collector.run()
     except DeviceLost as exc:
