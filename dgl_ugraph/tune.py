@@ -915,6 +915,12 @@ class Progress:
                           f"{self.deadline - self.t0:.0f} s")
         self.stream.flush()
 
+    def print(self, message: str) -> None:
+        """A log line above the bar."""
+        self.stream.write("\r" + message.ljust(self.width + 40) + "\n")
+        self._last = 0.0
+        self.stream.flush()
+
     def close(self) -> None:
         self.stream.write("\n")
         self.stream.flush()
@@ -943,6 +949,8 @@ def run_worker(sources: Sequence[GraphSource], cfg: CollectConfig, progress: Opt
     """The worker's body: returns its exit code (0 done or out of budget, EXIT_DEVICE_LOST)."""
     import multiprocessing
     backend = backend or CudaBackend()
+    if progress is not None:
+        log = progress.print
     # Graphs are generated in helper processes (numpy work that would otherwise hold the GIL
     # while kernels are being queued); "spawn", as this process has a CUDA context.
     loader = multiprocessing.get_context("spawn").Pool(2)
