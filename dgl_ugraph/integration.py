@@ -197,7 +197,7 @@ def _rows(entry, ttype: str) -> int:
     return {"src": g.num_src, "dst": g.num_dst, "edge": g.num_edges}[ttype]
 
 
-def _why_not(entry, pattern, op, lhs, rhs) -> Optional[str]:
+def _why_not(entry, pattern, lhs, rhs) -> Optional[str]:
     """None if dgl_ugraph computes this call exactly as DGL would, else the reason it cannot."""
     graph = entry.ugraph
     used = [(side, t, ttype) for side, t, ttype in (("lhs", lhs, pattern.A_type), ("rhs", rhs, pattern.B_type))
@@ -252,7 +252,7 @@ def _decide(entry, key: str, op: str, lhs, rhs) -> _Decision:
     found = patterns.lookup(key)
     if isinstance(found, str):
         return _Decision(record(key, sig, DGL, found))
-    reason = _why_not(entry, found, op, lhs, rhs)
+    reason = _why_not(entry, found, lhs, rhs)
     shapes = None
     if reason is None:
         shapes = _shapes(found, op, lhs, rhs)
