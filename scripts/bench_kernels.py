@@ -160,10 +160,16 @@ def graphs(args):
     specs = list(gs.PAPER_STANDINS) + ([] if args.no_large else list(gs.LARGE))
     if args.scale != 1.0:
         specs = [gs.scaled(s, args.scale) for s in specs]
+    only = set(args.only.split(",")) if args.only else None
+    skip = set(args.skip.split(",")) if args.skip else set()
+
+    def wanted(name):
+        return name not in skip and (only is None or name in only)
     for spec in specs:
-        yield (spec.name,) + gs.make(spec)
+        if wanted(spec.name):
+            yield (spec.name,) + gs.make(spec)
     if not args.no_datasets:
-        yield from gs.shared_datasets()
+        yield from (d for d in gs.shared_datasets() if wanted(d[0]))
 
 
 def main():
@@ -177,6 +183,8 @@ def main():
     ap.add_argument("--scale", type=float, default=1.0, help="shrink the synthetic graphs (smoke runs)")
     ap.add_argument("--no-large", action="store_true")
     ap.add_argument("--no-datasets", action="store_true")
+    ap.add_argument("--only", default="", help="comma-separated graph names to run (default: all)")
+    ap.add_argument("--skip", default="", help="comma-separated graph names to leave out")
     ap.add_argument("--budget-s", type=float, default=420.0, help="stop starting new graphs after this")
     args = ap.parse_args()
 
