@@ -11,7 +11,7 @@ from typing import Dict, Optional, Tuple
 
 import torch
 
-from . import _ext
+from . import _ext, predictor
 from .abstraction import (DTYPE_CODES, EDGE_OP_CODE, GATHER_OP_CODE, STRATEGY_CODE, TENSOR_TYPE_CODE,
                           Broadcast, OpInfo, ParallelInfo, broadcast, uses_lhs, uses_rhs)
 from .graph import UGraph
@@ -71,8 +71,9 @@ def signature(graph: UGraph, op: OpInfo) -> Tuple[Signature, Broadcast]:
     return sig, bc
 
 
-def choose(graph: UGraph, sig: Signature) -> ParallelInfo:
-    """The override in DGL_UGRAPH_STRATEGY if it can run the case, else the heuristic's choice."""
+def choose(graph: UGraph, sig: Signature, op: Optional[OpInfo] = None) -> ParallelInfo:
+    """DGL_UGRAPH_STRATEGY if it can run the case, else the learned choice (the GPU family's model;
+    autotuned on first sight under DGL_UGRAPH_AUTOTUNE=1 when `op` is given), else the heuristic."""
     compiled = _ext.compiled_cuda_keys()
     allowed = candidates(sig, graph.num_edges, compiled)
     if not allowed:
@@ -82,7 +83,8 @@ def choose(graph: UGraph, sig: Signature) -> ParallelInfo:
         pinfo = ParallelInfo.parse(forced)
         if pinfo.strategy in allowed:
             return pinfo
-    return heuristic(sig, graph.stats, allowed)
+    learned = predictor.decide(graph, sig, allowed, op)
+    return learned if learned is not None else heuristic(sig, graph.stats, allowed)
 
 
 class Prepared:
@@ -162,7 +164,7 @@ def prepare(graph: UGraph, op_info: OpInfo, parallel_info: Optional[ParallelInfo
     p.b_off = b_off.data_ptr() if b_off is not None else 0
     keep = [graph, a, b, a_off, b_off]
     if device.type == "cuda":
-        pinfo = parallel_info or choose(graph, sig)
+        pinfo = parallel_info or choose(graph, sig, op_info)
         reason = why_not(pinfo.strategy, sig, graph.num_edges, _ext.compiled_cuda_keys())
         if reason:
             raise TypeError(f"{pinfo} cannot run this case: {reason}")
