@@ -157,37 +157,46 @@ __device__ __forceinline__ T lane_group_sum(T v, int width) {
 template <typename IdType>
 struct Topology {
   const IdType* indptr;
-  const IdType* col;
   const IdType* row;
   const IdType* eid;
   int64_t num_dst, num_edges;
 
   __device__ __forceinline__ int64_t begin(int64_t v) const { return load_index(indptr + v); }
   __device__ __forceinline__ int64_t end(int64_t v) const { return load_index(indptr + v + 1); }
-  __device__ __forceinline__ int64_t src(int64_t p) const { return load_index(col + p); }
   __device__ __forceinline__ int64_t dst(int64_t p) const { return load_index(row + p); }
   __device__ __forceinline__ int64_t edge(int64_t p) const { return eid ? load_index(eid + p) : p; }
-
-  // The row an operand of `type` reads at position p whose destination v is already known
-  // (vertex strategies, and edge strategies once they loaded row[p]). 0 for UG_NULL.
-  __device__ __forceinline__ int64_t operand_row(int type, int64_t p, int64_t v) const {
-    if (type == UG_SRC) return src(p);
-    if (type == UG_DST) return v;
-    if (type == UG_EDGE) return edge(p);
-    return 0;
-  }
-  // The same where the destination is not loaded yet: row[p] is read only for a dst operand.
-  __device__ __forceinline__ int64_t operand_row(int type, int64_t p) const {
-    return operand_row(type, p, type == UG_DST ? dst(p) : 0);
-  }
 };
 
+// Which row of an operand position p reads: params.h's ia(p) or ib(p). Written as a select and
+// one predicated load rather than a switch on the tensor type, so that the compiler can batch
+// the loads of successive positions in the thread strategies' edge loops.
+template <typename IdType>
+struct OperandRows {
+  const IdType* index;  // col for a src operand, row for dst, eid for edge (NULL: eid[p] == p)
+  bool dst;             // a dst operand, whose row a vertex strategy knows without a load
+  bool used;            // whether the edge op reads the operand; an unused one's arg is 0
+
+  // The row at position p.
+  __device__ __forceinline__ int64_t at(int64_t p) const { return index ? load_index(index + p) : p; }
+  // The same where p's destination v is known.
+  __device__ __forceinline__ int64_t at(int64_t p, int64_t v) const { return dst ? v : at(p); }
+};
+
+template <typename IdType>
+OperandRows<IdType> operand_rows(const UgParams& p, int type, bool used) {
+  const auto* col = static_cast<const IdType*>(p.col);
+  const auto* row = static_cast<const IdType*>(p.row);
+  const auto* eid = static_cast<const IdType*>(p.eid);
+  if (!used) return OperandRows<IdType>{nullptr, false, false};
+  return OperandRows<IdType>{type == UG_SRC ? col : type == UG_DST ? row : eid, type == UG_DST, true};
+}
+
 // ---- the operator ----------------------------------------------------------------------------
-// UgParams as the kernels read it, passed by value. a_type/b_type are UG_NULL for an operand
-// the edge op does not read, so that its arg, if asked for, is 0 in every strategy.
+// UgParams as the kernels read it, passed by value.
 template <typename DType, typename IdType>
 struct OpArgs {
   Topology<IdType> graph;
+  OperandRows<IdType> a_rows, b_rows;
   const DType* a;
   const DType* b;
   DType* c;
@@ -197,8 +206,6 @@ struct OpArgs {
   const int64_t* b_off;
   int64_t a_stride, b_stride;
   int64_t out_len, reduce_size;
-  int a_type, b_type;
-  int op;  // the UgEdgeOp, which binary::Arith reads
 
   // Offset of output element e's first value within a row of A (B): a_off[e]*K, or e*K.
   __device__ __forceinline__ int64_t a_elem(int64_t e) const {
@@ -221,9 +228,8 @@ struct OpArgs {
 template <typename DType, typename IdType>
 OpArgs<DType, IdType> make_op_args(const UgParams& p) {
   OpArgs<DType, IdType> x;
-  x.graph = Topology<IdType>{static_cast<const IdType*>(p.indptr), static_cast<const IdType*>(p.col),
-                             static_cast<const IdType*>(p.row), static_cast<const IdType*>(p.eid),
-                             p.num_dst, p.num_edges};
+  x.graph = Topology<IdType>{static_cast<const IdType*>(p.indptr), static_cast<const IdType*>(p.row),
+                             static_cast<const IdType*>(p.eid), p.num_dst, p.num_edges};
   x.a = static_cast<const DType*>(p.a);
   x.b = static_cast<const DType*>(p.b);
   x.c = static_cast<DType*>(p.c);
@@ -236,9 +242,8 @@ OpArgs<DType, IdType> make_op_args(const UgParams& p) {
   x.b_stride = p.b_row_stride;
   x.out_len = p.out_len;
   x.reduce_size = p.reduce_size;
-  x.a_type = p.edge_op != UG_COPY_RHS ? p.a_type : UG_NULL;
-  x.b_type = p.edge_op != UG_COPY_LHS ? p.b_type : UG_NULL;
-  x.op = p.edge_op;
+  x.a_rows = operand_rows<IdType>(p, p.a_type, p.edge_op != UG_COPY_RHS);
+  x.b_rows = operand_rows<IdType>(p, p.b_type, p.edge_op != UG_COPY_LHS);
   return x;
 }
 

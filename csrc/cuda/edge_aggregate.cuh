@@ -52,14 +52,14 @@ struct EdgeSink {
 };
 
 template <typename DType>
-__global__ void __launch_bounds__(kBlock, kMinBlocks) round_staged_sum(const float* __restrict__ staged, DType* __restrict__ c,
-                                                           int64_t n) {
+__global__ void __launch_bounds__(kBlock, kMinBlocks)
+    round_staged_sum(const float* __restrict__ staged, DType* __restrict__ c, int64_t n) {
   for (int64_t i = global_thread(); i < n; i += thread_count()) c[i] = from_acc<DType>(staged[i]);
 }
 
 template <typename Reduce, typename DType, typename IdType>
-__global__ void __launch_bounds__(kBlock, kMinBlocks) decode_packed(const unsigned long long* __restrict__ keys,
-                                                        const OpArgs<DType, IdType> x, int64_t n) {
+__global__ void __launch_bounds__(kBlock, kMinBlocks)
+    decode_packed(const unsigned long long* __restrict__ keys, const OpArgs<DType, IdType> x, int64_t n) {
   for (int64_t i = global_thread(); i < n; i += thread_count()) {
     const unsigned long long key = keys[i];
     if (key == 0) {
@@ -68,7 +68,7 @@ __global__ void __launch_bounds__(kBlock, kMinBlocks) decode_packed(const unsign
     }
     const int64_t pos = key_position(key);
     x.store(i, key_value<Reduce::is_min>(static_cast<uint32_t>(key >> 32)),
-            x.arg_a ? x.graph.operand_row(x.a_type, pos) : 0, x.arg_b ? x.graph.operand_row(x.b_type, pos) : 0);
+            x.arg_a && x.a_rows.used ? x.a_rows.at(pos) : 0, x.arg_b && x.b_rows.used ? x.b_rows.at(pos) : 0);
   }
 }
 

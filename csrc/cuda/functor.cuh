@@ -72,22 +72,6 @@ struct Dot {
   }
 };
 
-// Add, Sub, Mul or Div, chosen by the UgEdgeOp at run time: the choice is the same for the
-// whole launch, so the branch costs a few uniform instructions and saves three instantiations
-// of every kernel.
-template <typename DType>
-struct Arith {
-  static constexpr bool use_lhs = true, use_rhs = true, reduce_last_dim = false;
-  static __device__ __forceinline__ acc_t<DType> Call(const DType* lhs, const DType* rhs, int op) {
-    switch (op) {
-      case UG_ADD: return Add<DType>::Call(lhs, rhs);
-      case UG_SUB: return Sub<DType>::Call(lhs, rhs);
-      case UG_MUL: return Mul<DType>::Call(lhs, rhs);
-      default: return Div<DType>::Call(lhs, rhs);
-    }
-  }
-};
-
 }  // namespace binary
 
 namespace reduce {
@@ -148,8 +132,6 @@ __device__ __forceinline__ acc_t<DType> message(const OpArgs<DType, IdType>& x, 
   const DType* rhs = Op::use_rhs ? x.b_at(ib, b_elem) : nullptr;
   if constexpr (Op::reduce_last_dim) {
     return Op::Call(lhs, rhs, x.reduce_size, first, step);
-  } else if constexpr (std::is_same_v<Op, binary::Arith<DType>>) {
-    return Op::Call(lhs, rhs, x.op);
   } else {
     return Op::Call(lhs, rhs);
   }

@@ -44,8 +44,8 @@ __global__ void __launch_bounds__(kBlock, kMinBlocks)
           acc = Reduce::zero();
           win = -1;
         }
-        const int64_t ia = Op::use_lhs ? g.operand_row(x.a_type, p, v) : 0;
-        const int64_t ib = Op::use_rhs ? g.operand_row(x.b_type, p, v) : 0;
+        const int64_t ia = Op::use_lhs ? x.a_rows.at(p, v) : 0;
+        const int64_t ib = Op::use_rhs ? x.b_rows.at(p, v) : 0;
         if (Reduce::Call(acc, message<Op>(x, ia, ib, ae, be))) win = p;
       }
       sink.flush(run_row * x.out_len + e, acc, win,
@@ -64,8 +64,8 @@ __global__ void __launch_bounds__(kBlock, kMinBlocks)
     const int64_t p_begin = unit * group;
     const int64_t p_end = min64(p_begin + group, g.num_edges);
     for (int64_t p = p_begin; p < p_end; ++p) {
-      const int64_t ia = Op::use_lhs ? g.operand_row(x.a_type, p) : 0;
-      const int64_t ib = Op::use_rhs ? g.operand_row(x.b_type, p) : 0;
+      const int64_t ia = Op::use_lhs ? x.a_rows.at(p) : 0;
+      const int64_t ib = Op::use_rhs ? x.b_rows.at(p) : 0;
       DType* out = x.c + g.edge(p) * x.out_len;
       for (int64_t e = tile; e < x.out_len; e += walk.tiles) {
         const int64_t ae = Op::use_lhs ? x.a_elem(e) : 0;

@@ -15,8 +15,7 @@ namespace ugraph {
 
 template <typename Op, typename Reduce, typename DType, typename IdType>
 __global__ void __launch_bounds__(kBlock, kMinBlocks)
-    thread_vertex_aggregate(const OpArgs<DType, IdType> x, const TileWalk walk,
-                            const int group) {
+    thread_vertex_aggregate(const OpArgs<DType, IdType> x, const TileWalk walk, const int group) {
   using Acc = acc_t<DType>;
   const Topology<IdType>& g = x.graph;
   int64_t unit;
@@ -32,8 +31,8 @@ __global__ void __launch_bounds__(kBlock, kMinBlocks)
         Acc acc = Reduce::zero();
         int64_t win_a = 0, win_b = 0;
         for (int64_t p = p_begin; p < p_end; ++p) {
-          const int64_t ia = Op::use_lhs ? g.operand_row(x.a_type, p, v) : 0;
-          const int64_t ib = Op::use_rhs ? g.operand_row(x.b_type, p, v) : 0;
+          const int64_t ia = Op::use_lhs ? x.a_rows.at(p, v) : 0;
+          const int64_t ib = Op::use_rhs ? x.b_rows.at(p, v) : 0;
           if (Reduce::Call(acc, message<Op>(x, ia, ib, ae, be))) {
             win_a = ia;
             win_b = ib;
@@ -47,8 +46,7 @@ __global__ void __launch_bounds__(kBlock, kMinBlocks)
 
 template <typename Op, typename DType, typename IdType>
 __global__ void __launch_bounds__(kBlock, kMinBlocks)
-    thread_vertex_message(const OpArgs<DType, IdType> x, const TileWalk walk,
-                          const int group) {
+    thread_vertex_message(const OpArgs<DType, IdType> x, const TileWalk walk, const int group) {
   const Topology<IdType>& g = x.graph;
   int64_t unit;
   uint32_t tile;
@@ -58,8 +56,8 @@ __global__ void __launch_bounds__(kBlock, kMinBlocks)
     for (int64_t v = v_begin; v < v_end; ++v) {
       const int64_t p_end = g.end(v);
       for (int64_t p = g.begin(v); p < p_end; ++p) {
-        const int64_t ia = Op::use_lhs ? g.operand_row(x.a_type, p, v) : 0;
-        const int64_t ib = Op::use_rhs ? g.operand_row(x.b_type, p, v) : 0;
+        const int64_t ia = Op::use_lhs ? x.a_rows.at(p, v) : 0;
+        const int64_t ib = Op::use_rhs ? x.b_rows.at(p, v) : 0;
         DType* out = x.c + g.edge(p) * x.out_len;
         for (int64_t e = tile; e < x.out_len; e += walk.tiles) {
           const int64_t ae = Op::use_lhs ? x.a_elem(e) : 0;

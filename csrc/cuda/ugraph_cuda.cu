@@ -82,7 +82,9 @@ Verdict check(const UgParams* p) {
   if (p->strategy < UG_THREAD_VERTEX || p->strategy > UG_WARP_EDGE) {
     return invalid("strategy " + std::to_string(p->strategy) + " is not a UgStrategy");
   }
-  if (p->dtype < UG_F32 || p->dtype > UG_BF16) return invalid("dtype " + std::to_string(p->dtype) + " is not a UgDType");
+  if (p->dtype < UG_F32 || p->dtype > UG_BF16) {
+    return invalid("dtype " + std::to_string(p->dtype) + " is not a UgDType");
+  }
   if (p->edge_op < UG_COPY_LHS || p->edge_op > UG_DOT) {
     return invalid("edge_op " + std::to_string(p->edge_op) + " is not a UgEdgeOp");
   }
@@ -134,8 +136,9 @@ Verdict check(const UgParams* p) {
                          " packs a max/min value and its position into one 64-bit atomic; float64 does not fit");
     }
     if (p->num_edges >= (int64_t(1) << 32)) {
-      return unsupported(std::string(kStrategyNames[p->strategy]) + " packs edge positions into 32 bits; this graph has " +
-                         std::to_string(p->num_edges) + " edges");
+      return unsupported(std::string(kStrategyNames[p->strategy]) +
+                         " packs edge positions into 32 bits; this graph has " + std::to_string(p->num_edges) +
+                         " edges");
     }
   }
   return {UG_OK, ""};

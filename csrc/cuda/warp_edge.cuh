@@ -3,7 +3,8 @@
 // common.cuh). Message creation writes each position's own output row. Aggregation keeps one
 // accumulator per lane while the destination stays the same and flushes it through
 // edge_aggregate.cuh when the row changes or the group ends. The indices of 32 positions are
-// loaded at once, one per lane, and broadcast by shuffles.
+// loaded at once, one per lane, and broadcast by shuffles. Lanes past the last element compute
+// element 0 and discard it, as in warp_vertex.
 #pragma once
 
 #include <algorithm>
@@ -39,8 +40,8 @@ __global__ void __launch_bounds__(kBlock, kMinBlocks)
       const int64_t e = chunk * lanes.per_chunk() + slot;
       const bool active = e < x.out_len;
       const bool flusher = active && share == 0;
-      const int64_t ae = Op::use_lhs && active ? x.a_elem(e) : 0;
-      const int64_t be = Op::use_rhs && active ? x.b_elem(e) : 0;
+      const int64_t ae = Op::use_lhs ? x.a_elem(active ? e : 0) : 0;
+      const int64_t be = Op::use_rhs ? x.b_elem(active ? e : 0) : 0;
       int64_t run_row = -1, run_begin = p_begin, win = -1;
       Acc acc = Reduce::zero();
       for (int64_t base = p_begin; base < p_end; base += kWarp) {
@@ -49,8 +50,8 @@ __global__ void __launch_bounds__(kBlock, kMinBlocks)
         if (lane < n) {
           const int64_t v = g.dst(base + lane);
           lane_v = static_cast<IdType>(v);
-          if constexpr (Op::use_lhs) lane_a = static_cast<IdType>(g.operand_row(x.a_type, base + lane, v));
-          if constexpr (Op::use_rhs) lane_b = static_cast<IdType>(g.operand_row(x.b_type, base + lane, v));
+          if constexpr (Op::use_lhs) lane_a = static_cast<IdType>(x.a_rows.at(base + lane, v));
+          if constexpr (Op::use_rhs) lane_b = static_cast<IdType>(x.b_rows.at(base + lane, v));
         }
         for (int i = 0; i < n; ++i) {
           // v, and so every branch on it, is the same on all lanes.
@@ -66,9 +67,9 @@ __global__ void __launch_bounds__(kBlock, kMinBlocks)
           }
           const int64_t ia = Op::use_lhs ? shfl_index(lane_a, i) : 0;
           const int64_t ib = Op::use_rhs ? shfl_index(lane_b, i) : 0;
-          Acc val = active ? message<Op>(x, ia, ib, ae, be, share, width) : Acc(0);
+          Acc val = message<Op>(x, ia, ib, ae, be, share, width);
           if constexpr (Op::reduce_last_dim) val = lane_group_sum(val, width);
-          if (active && Reduce::Call(acc, val)) win = base + i;
+          if (Reduce::Call(acc, val)) win = base + i;
         }
       }
       if (flusher) {
@@ -99,8 +100,8 @@ __global__ void __launch_bounds__(kBlock, kMinBlocks)
       IdType lane_c = 0, lane_a = 0, lane_b = 0;
       if (lane < n) {
         lane_c = static_cast<IdType>(g.edge(base + lane));
-        if constexpr (Op::use_lhs) lane_a = static_cast<IdType>(g.operand_row(x.a_type, base + lane));
-        if constexpr (Op::use_rhs) lane_b = static_cast<IdType>(g.operand_row(x.b_type, base + lane));
+        if constexpr (Op::use_lhs) lane_a = static_cast<IdType>(x.a_rows.at(base + lane));
+        if constexpr (Op::use_rhs) lane_b = static_cast<IdType>(x.b_rows.at(base + lane));
       }
       for (int i = 0; i < n; ++i) {
         DType* out = x.c + shfl_index(lane_c, i) * x.out_len;
@@ -109,9 +110,9 @@ __global__ void __launch_bounds__(kBlock, kMinBlocks)
         for (int64_t chunk = tile; chunk < lanes.chunks; chunk += walk.tiles) {
           const int64_t e = chunk * lanes.per_chunk() + slot;
           const bool active = e < x.out_len;
-          const int64_t ae = Op::use_lhs && active ? x.a_elem(e) : 0;
-          const int64_t be = Op::use_rhs && active ? x.b_elem(e) : 0;
-          Acc val = active ? message<Op>(x, ia, ib, ae, be, share, width) : Acc(0);
+          const int64_t ae = Op::use_lhs ? x.a_elem(active ? e : 0) : 0;
+          const int64_t be = Op::use_rhs ? x.b_elem(active ? e : 0) : 0;
+          Acc val = message<Op>(x, ia, ib, ae, be, share, width);
           if constexpr (Op::reduce_last_dim) val = lane_group_sum(val, width);
           if (active && share == 0) out[e] = from_acc<DType>(val);
         }

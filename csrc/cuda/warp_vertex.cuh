@@ -4,6 +4,9 @@
 // tile j owns chunks j, j + tiles, .... Each row's edges are walked in order, so there are no
 // atomics. The operand rows of 32 positions are loaded at once, one per lane, and broadcast by
 // shuffles, so the feature loads of successive edges do not wait on one index load each.
+// Lanes past the last element (`active` false) compute element 0 and discard it: every lane
+// then loads unconditionally, which lets the compiler batch the loads of successive edges
+// instead of fencing each edge in a divergent branch.
 #pragma once
 
 #include <algorithm>
@@ -17,8 +20,8 @@ namespace ugraph {
 
 template <typename Op, typename Reduce, typename DType, typename IdType>
 __global__ void __launch_bounds__(kBlock, kMinBlocks)
-    warp_vertex_aggregate(const OpArgs<DType, IdType> x, const TileWalk walk,
-                          const int group, const LaneLayout lanes) {
+    warp_vertex_aggregate(const OpArgs<DType, IdType> x, const TileWalk walk, const int group,
+                          const LaneLayout lanes) {
   using Acc = acc_t<DType>;
   const Topology<IdType>& g = x.graph;
   const int lane = lane_id();
@@ -35,23 +38,23 @@ __global__ void __launch_bounds__(kBlock, kMinBlocks)
       for (int64_t chunk = tile; chunk < lanes.chunks; chunk += walk.tiles) {
         const int64_t e = chunk * lanes.per_chunk() + slot;
         const bool active = e < x.out_len;
-        const int64_t ae = Op::use_lhs && active ? x.a_elem(e) : 0;
-        const int64_t be = Op::use_rhs && active ? x.b_elem(e) : 0;
+        const int64_t ae = Op::use_lhs ? x.a_elem(active ? e : 0) : 0;
+        const int64_t be = Op::use_rhs ? x.b_elem(active ? e : 0) : 0;
         Acc acc = Reduce::zero();
         int64_t win_a = 0, win_b = 0;
         for (int64_t base = p_begin; base < p_end; base += kWarp) {
           const int n = static_cast<int>(min64(kWarp, p_end - base));
           IdType lane_a = 0, lane_b = 0;
           if (lane < n) {
-            if constexpr (Op::use_lhs) lane_a = static_cast<IdType>(g.operand_row(x.a_type, base + lane, v));
-            if constexpr (Op::use_rhs) lane_b = static_cast<IdType>(g.operand_row(x.b_type, base + lane, v));
+            if constexpr (Op::use_lhs) lane_a = static_cast<IdType>(x.a_rows.at(base + lane, v));
+            if constexpr (Op::use_rhs) lane_b = static_cast<IdType>(x.b_rows.at(base + lane, v));
           }
           for (int i = 0; i < n; ++i) {
             const int64_t ia = Op::use_lhs ? shfl_index(lane_a, i) : 0;
             const int64_t ib = Op::use_rhs ? shfl_index(lane_b, i) : 0;
-            Acc val = active ? message<Op>(x, ia, ib, ae, be, share, width) : Acc(0);
+            Acc val = message<Op>(x, ia, ib, ae, be, share, width);
             if constexpr (Op::reduce_last_dim) val = lane_group_sum(val, width);
-            if (active && Reduce::Call(acc, val)) {
+            if (Reduce::Call(acc, val)) {
               win_a = ia;
               win_b = ib;
             }
@@ -85,8 +88,8 @@ __global__ void __launch_bounds__(kBlock, kMinBlocks)
         IdType lane_c = 0, lane_a = 0, lane_b = 0;
         if (lane < n) {
           lane_c = static_cast<IdType>(g.edge(base + lane));
-          if constexpr (Op::use_lhs) lane_a = static_cast<IdType>(g.operand_row(x.a_type, base + lane, v));
-          if constexpr (Op::use_rhs) lane_b = static_cast<IdType>(g.operand_row(x.b_type, base + lane, v));
+          if constexpr (Op::use_lhs) lane_a = static_cast<IdType>(x.a_rows.at(base + lane, v));
+          if constexpr (Op::use_rhs) lane_b = static_cast<IdType>(x.b_rows.at(base + lane, v));
         }
         for (int i = 0; i < n; ++i) {
           DType* out = x.c + shfl_index(lane_c, i) * x.out_len;
@@ -95,9 +98,9 @@ __global__ void __launch_bounds__(kBlock, kMinBlocks)
           for (int64_t chunk = tile; chunk < lanes.chunks; chunk += walk.tiles) {
             const int64_t e = chunk * lanes.per_chunk() + slot;
             const bool active = e < x.out_len;
-            const int64_t ae = Op::use_lhs && active ? x.a_elem(e) : 0;
-            const int64_t be = Op::use_rhs && active ? x.b_elem(e) : 0;
-            Acc val = active ? message<Op>(x, ia, ib, ae, be, share, width) : Acc(0);
+            const int64_t ae = Op::use_lhs ? x.a_elem(active ? e : 0) : 0;
+            const int64_t be = Op::use_rhs ? x.b_elem(active ? e : 0) : 0;
+            Acc val = message<Op>(x, ia, ib, ae, be, share, width);
             if constexpr (Op::reduce_last_dim) val = lane_group_sum(val, width);
             if (active && share == 0) out[e] = from_acc<DType>(val);
           }
