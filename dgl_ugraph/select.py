@@ -50,8 +50,10 @@ def why_not(strategy: str, sig: Signature, num_edges: int, compiled: frozenset) 
         return f"{strategy} for {DTYPE_NAMES[sig.dtype]} is not compiled into this build"
     aggregating = sig.gather_op != "none"
     if strategy in ATOMIC_STRATEGIES and aggregating:
-        if deterministic():
-            return f"{strategy} adds with atomics, and deterministic mode is on"
+        # max/min combine packed (value, position) keys, whose result does not depend on the
+        # order of the atomics; only sums do.
+        if sig.gather_op == "sum" and deterministic():
+            return f"{strategy} adds with atomics in no fixed order, and deterministic mode is on"
         if sig.gather_op in ("max", "min"):
             if sig.dtype == torch.float64:
                 return f"{strategy} packs a max/min value and its position into one 64-bit atomic; float64 does not fit"
