@@ -275,7 +275,7 @@ def _decide(entry, key: str, op: str, lhs, rhs) -> _Decision:
                 raise TypeError("this build of dgl_ugraph has no CUDA core")
             probe = _op_info(found, lhs.unsqueeze(-1) if expand_lhs else lhs, rhs.unsqueeze(-1) if expand_rhs else rhs)
             parallel_info = choose(graph, signature(graph, probe)[0])
-        except TypeError as exc:
+        except (TypeError, ValueError) as exc:  # no compiled strategy fits, or a bad DGL_UGRAPH_STRATEGY
             return _Decision(record(key, sig, DGL, str(exc)))
         config = str(parallel_info)
     rec = record(key, sig, UGRAPHER, config, op_info)
@@ -351,18 +351,37 @@ def _run_sddmm(d: _Decision, entry, lhs, rhs):
     return out.squeeze(-1) if d.squeeze_out else out
 
 
+def _pattern_key(sig_key) -> str:
+    if sig_key[0] == "gspmm":
+        return patterns.spmm_key(sig_key[1], sig_key[2])
+    return patterns.sddmm_key(sig_key[1], sig_key[2], sig_key[3])
+
+
+def _decision_for(gidx, sig_key, op, lhs, rhs):
+    """(graph entry, decision), or (None, None) once it is recorded why DGL runs the call."""
+    try:
+        entry = cache.entry_for(gidx)
+        if entry.__class__ is str:
+            _graph_fallback(_pattern_key(sig_key), entry, lhs, rhs, gidx)
+            return None, None
+        d = entry.decisions.get(sig_key)
+        if d is None:
+            d = entry.decisions[sig_key] = _decide(entry, _pattern_key(sig_key), op, lhs, rhs)
+        return entry, d
+    except Exception as exc:  # recognition itself failed: never the reason a run breaks
+        key = _pattern_key(sig_key)
+        reason = f"dgl_ugraph could not recognize the call ({type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''})"
+        _warn_once(("recognition", key), f"dgl_ugraph: {key}: {reason}; DGL's own kernels run it")
+        record(key, _stats_signature(lhs, rhs, "-"), DGL, reason).calls += 1
+        return None, None
+
+
 def _gspmm(gidx, op, reduce_op, u, e):
     lhs = u if op != "copy_rhs" else None
     rhs = e if op != "copy_lhs" else None
-    entry = cache.entry_for(gidx)
-    if entry.__class__ is str:
-        _graph_fallback(patterns.spmm_key(op, reduce_op), entry, lhs, rhs, gidx)
-        return _dgl["_gspmm"](gidx, op, reduce_op, u, e)
-    sig_key = ("gspmm", op, reduce_op, _meta(lhs), _meta(rhs))
-    d = entry.decisions.get(sig_key)
-    if d is None:
-        d = entry.decisions[sig_key] = _decide(entry, patterns.spmm_key(op, reduce_op), op, lhs, rhs)
-    if d.pattern is not None:
+    sig_key = ("gspmm", op, reduce_op, None, _meta(lhs), _meta(rhs))
+    entry, d = _decision_for(gidx, sig_key, op, lhs, rhs)
+    if d is not None and d.pattern is not None:
         try:
             result = _run_spmm(d, entry, lhs, rhs)
         except Exception as exc:  # never the reason a run breaks: DGL computes it instead
@@ -370,23 +389,17 @@ def _gspmm(gidx, op, reduce_op, u, e):
         else:
             d.record.calls += 1
             return result
-    d.record.calls += 1
+    if d is not None:
+        d.record.calls += 1
     return _dgl["_gspmm"](gidx, op, reduce_op, u, e)
 
 
 def _gsddmm(gidx, op, lhs, rhs, lhs_target="u", rhs_target="v"):
     used_lhs = lhs if op != "copy_rhs" else None
     used_rhs = rhs if op != "copy_lhs" else None
-    entry = cache.entry_for(gidx)
-    if entry.__class__ is str:
-        _graph_fallback(patterns.sddmm_key(op, lhs_target, rhs_target), entry, used_lhs, used_rhs, gidx)
-        return _dgl["_gsddmm"](gidx, op, lhs, rhs, lhs_target, rhs_target)
     sig_key = ("gsddmm", op, lhs_target, rhs_target, _meta(used_lhs), _meta(used_rhs))
-    d = entry.decisions.get(sig_key)
-    if d is None:
-        d = entry.decisions[sig_key] = _decide(entry, patterns.sddmm_key(op, lhs_target, rhs_target), op,
-                                               used_lhs, used_rhs)
-    if d.pattern is not None:
+    entry, d = _decision_for(gidx, sig_key, op, used_lhs, used_rhs)
+    if d is not None and d.pattern is not None:
         try:
             result = _run_sddmm(d, entry, used_lhs, used_rhs)
         except Exception as exc:  # never the reason a run breaks: DGL computes it instead
@@ -394,7 +407,8 @@ def _gsddmm(gidx, op, lhs, rhs, lhs_target="u", rhs_target="v"):
         else:
             d.record.calls += 1
             return result
-    d.record.calls += 1
+    if d is not None:
+        d.record.calls += 1
     return _dgl["_gsddmm"](gidx, op, lhs, rhs, lhs_target, rhs_target)
 
 

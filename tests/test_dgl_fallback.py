@@ -193,6 +193,24 @@ def test_a_missing_core_costs_one_warning(monkeypatch, isolated_failures):
     assert any("injected" in r for r in fallbacks("gspmm:copy_lhs:sum:u:*")["reasons"])
 
 
+def test_a_failing_recognition_costs_one_warning(monkeypatch, isolated_failures):
+    def broken(*args):
+        raise KeyError("injected")
+
+    monkeypatch.setattr(integration, "_decide", broken)
+    x = torch.rand(30, 4)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for seed in range(3):
+            g = small_graph(seed=20 + seed)
+            ours = dgl.ops.copy_u_max(g, x)
+            with dgl_ugraph.disabled():
+                assert torch.equal(ours, dgl.ops.copy_u_max(g, x))
+    ours = [w for w in caught if issubclass(w.category, dgl_ugraph.UGraphFallbackWarning)]
+    assert len(ours) == 1 and "could not recognize" in str(ours[0].message)
+    assert fallbacks("gspmm:copy_lhs:max:u:*")["fallback"] == 3
+
+
 def test_log_names_each_new_decision_once():
     code = textwrap.dedent("""
         import torch, dgl, dgl_ugraph
