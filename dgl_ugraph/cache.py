@@ -59,13 +59,19 @@ def _dgl_api(name: str):
     func = _dgl_capi.get(name)
     if func is None:
         from dgl import heterograph_index
-        func = _dgl_capi[name] = getattr(heterograph_index, name)
+        from dgl._ffi import runtime_ctypes
+        func = _dgl_capi[name] = getattr(heterograph_index, name, None) or getattr(runtime_ctypes, name)
     return func
 
 
 def _address(nd) -> int:
-    # CUDA's unified addressing keeps host and device addresses apart.
-    c = nd.handle.contents
+    """Where the array's data starts. CUDA's unified addressing keeps host and device addresses
+    apart. DGL's Cython NDArray carries its DGLArray* as an int, much cheaper than `.handle`."""
+    handle = getattr(nd, "_dgl_handle", None)
+    if handle is None:
+        c = nd.handle.contents
+    else:
+        c = _dgl_api("DGLArray").from_address(handle)
     return (c.data or 0) + c.byte_offset
 
 
