@@ -65,8 +65,12 @@ def training_step(model, state, g, feat, labels, train_mask):
 
 
 def assert_equal_fp32(ours, theirs, what):
-    # rtol 1e-5; the atol only absorbs rounding in entries that cancel to ~0 (relative to the tensor)
-    torch.testing.assert_close(ours, theirs, rtol=1e-5, atol=1e-6 * max(theirs.abs().max().item(), 1e-30), msg=what)
+    """Equal up to float32 reordering: rtol 1e-5 per element, and 1e-5 of the tensor's largest
+    magnitude for entries that cancel to nearly 0 (a sum in another order moves those most)."""
+    scale = max(theirs.abs().max().item(), 1e-30)
+    diff = (ours - theirs).abs()
+    worst = (diff - 1e-5 * theirs.abs()).max().item()
+    assert worst <= 1e-5 * scale, f"{what}: max |diff| {diff.max().item():.3g} at scale {scale:.3g}"
 
 
 @pytest.mark.parametrize("name", list(MODELS))
