@@ -24,9 +24,9 @@ from typing import Optional
 import torch
 
 from . import _ext, cache, patterns
-from .stats import DGL, UGRAPHER, record
 from .abstraction import OpInfo, broadcast
 from .ops import choose, signature, ugrapher
+from .stats import DGL, UGRAPHER, record
 
 # The DGL releases whose dgl.backend.pytorch.sparse binds these names with these signatures.
 SUPPORTED_DGL = ((1, 1), (2, 4))
@@ -95,7 +95,9 @@ def enable():
             return
         sparse = _check_dgl()
         for name in _SIGNATURES:
-            _dgl[name] = getattr(sparse, name)
+            current = getattr(sparse, name)
+            if current is not _REPLACEMENTS[name]:  # never capture ourselves as DGL's function
+                _dgl[name] = current
         for name in _SIGNATURES:
             setattr(sparse, name, _REPLACEMENTS[name])
         _enabled = True
