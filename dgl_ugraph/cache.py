@@ -2,8 +2,8 @@
 
 DGL hands the kernels a `HeteroGraphIndex` (gidx). Several gidx objects can share one set of
 arrays: above all, `gidx.reverse()`, which every backward pass calls, returns a new object on
-every call whose in-CSR is the original's out-CSR. So entries are keyed on the arrays' addresses
-and sizes, and each gidx object is only a fast path to its entry.
+every call whose in-CSR is the original's out-CSR. So entries are keyed on the arrays' start
+addresses and the node counts, and each gidx object is only a fast path to its entry.
 
 Lifetimes:
   * An entry holds zero-copy torch views of DGL's arrays, so while it lives those addresses
@@ -45,10 +45,6 @@ class GraphEntry:
         self.key = key
         self.decisions: dict = {}
         self.reverse: Optional[GraphEntry] = None
-
-    @property
-    def num_edges(self) -> int:
-        return self.ugraph.num_edges
 
 
 _dgl_capi = {}
