@@ -184,3 +184,15 @@ def test_readme_table_is_generated_from_the_switching_table():
     with open(os.path.join(REPO, "README.md"), encoding="utf-8") as f:
         readme = f.read()
     assert patterns.markdown_table() in readme
+
+
+def test_table_is_found_in_a_checkout_and_when_installed(tmp_path, monkeypatch):
+    assert patterns.table_path() == os.path.join(REPO, "patterns", "switching_table.json")
+    installed = tmp_path / "site-packages" / "dgl_ugraph"
+    installed.mkdir(parents=True)
+    (installed / "switching_table.json").write_text("{}")
+    monkeypatch.setattr(patterns, "_PACKAGE_DIR", str(installed))
+    assert patterns.table_path() == str(installed / "switching_table.json")
+    (installed / "switching_table.json").unlink()
+    with pytest.raises(FileNotFoundError, match="switching table is missing"):
+        patterns.table_path()
