@@ -140,7 +140,7 @@ def main(argv=None) -> int:
                    "behind a torch.cuda._sleep spacer; configurations within cut x best repeated "
                    "(about 2 ms of kernel time, 1-10 runs) and their median kept; inputs in [0.5, 1.5)"},
     }
-    meta_path.write_text(json.dumps(meta, indent=1))
+    meta_path.write_text(json.dumps(meta, indent=1, default=str))
     cmd = [sys.executable, str(pathlib.Path(__file__).resolve()), *argv, "--worker", "--run-id", run_id,
            "--deadline", str(deadline)]
     rc = tune.supervise(cmd, deadline)
