@@ -4,6 +4,7 @@
     python -m dgl_ugraph -m package.module [args...]
     python -m dgl_ugraph info                  what was built, and what this machine has
     python -m dgl_ugraph demo [--edges N ...]  GCN/GAT/GIN/SAGE with the plugin on and off
+    python -m dgl_ugraph tune [--quick]        re-collect strategy timings on this GPU and retrain
 
 DGL_UGRAPH=0 keeps DGL's own kernels even here (handy for A/B runs of one command line).
 """
@@ -197,6 +198,10 @@ def main(argv=None):
         info()
     elif argv[0] == "demo":
         demo(argv[1:])
+    elif argv[0] == "tune":
+        from . import tune
+
+        sys.exit(tune.main(argv[1:]))
     else:
         run_script(argv)
 

@@ -276,7 +276,7 @@ def _decide(entry, key: str, op: str, lhs, rhs) -> _Decision:
             if not _ext.has_cuda():
                 raise TypeError("this build of dgl_ugraph has no CUDA core")
             probe = _op_info(found, lhs.unsqueeze(-1) if expand_lhs else lhs, rhs.unsqueeze(-1) if expand_rhs else rhs)
-            parallel_info = choose(graph, signature(graph, probe)[0])
+            parallel_info = choose(graph, signature(graph, probe)[0], probe)
         except (TypeError, ValueError) as exc:  # no compiled strategy fits, or a bad DGL_UGRAPH_STRATEGY
             return _Decision(record(key, sig, DGL, str(exc)))
         config = str(parallel_info)
@@ -308,21 +308,11 @@ def _graph_fallback(key: str, reason: str, lhs, rhs, gidx):
 # ---- the replacements ---------------------------------------------------------------------------
 
 
-def _one_row_fix(x):
-    # ugrapher needs each row's features contiguous, but ops._operand only enforces it for
-    # operands of two or more rows; a one-row expanded tensor (the gradient of .sum() on a
-    # one-node graph) would be read past its single element.
-    if x is not None and x.shape[0] == 1 and not x.is_contiguous():
-        return x.contiguous()
-    return x
-
-
 def _run_spmm(d: _Decision, entry, lhs, rhs):
     if d.expand_lhs:
         lhs = lhs.unsqueeze(-1)
     if d.expand_rhs:
         rhs = rhs.unsqueeze(-1)
-    lhs, rhs = _one_row_fix(lhs), _one_row_fix(rhs)
     graph = entry.ugraph
     p = d.pattern
     if graph.num_edges == 0:
@@ -348,7 +338,6 @@ def _run_sddmm(d: _Decision, entry, lhs, rhs):
         lhs = lhs.unsqueeze(-1)
     if d.expand_rhs:
         rhs = rhs.unsqueeze(-1)
-    lhs, rhs = _one_row_fix(lhs), _one_row_fix(rhs)
     out = ugrapher(entry.ugraph, _op_info(d.pattern, lhs, rhs), d.parallel_info)[0]
     return out.squeeze(-1) if d.squeeze_out else out
 

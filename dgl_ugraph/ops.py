@@ -54,7 +54,7 @@ def _operand(t: torch.Tensor, ttype: str, graph: UGraph, side: str, dtype: torch
         raise ValueError(f"{side} is typed {ttype} and needs {_rows_of(graph, ttype)} rows, got shape {tuple(t.shape)}")
     if t.dim() == 1:
         t = t.unsqueeze(-1)
-    if t.shape[0] > 1 and not t[0].is_contiguous():
+    if t.shape[0] > 0 and not t[0].is_contiguous():
         t = t.contiguous()
     return t
 
