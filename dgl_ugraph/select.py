@@ -12,7 +12,7 @@ from typing import List, Optional
 
 import torch
 
-from .abstraction import GROUPINGS, STRATEGIES, ParallelInfo
+from .abstraction import STRATEGIES, ParallelInfo
 from .graph import DegreeStats
 
 DTYPE_NAMES = {torch.float32: "f32", torch.float64: "f64", torch.float16: "f16", torch.bfloat16: "bf16"}
@@ -67,25 +67,27 @@ def candidates(sig: Signature, num_edges: int, compiled: frozenset) -> List[str]
 
 
 def heuristic(sig: Signature, stats: DegreeStats, allowed: List[str]) -> ParallelInfo:
-    """A rule of thumb for when no predictor fits, from uGrapher's findings: warps when a message
-    fills a warp's lanes, vertex-parallel (no atomics) unless in-degrees are skewed, and enough
-    feature tiles to keep the machine busy on narrow rows."""
-    wide = sig.width >= 32
-    skewed = stats.max > 8 * max(stats.mean, 1.0) and stats.max > 64
+    """The rule that serves when no learned model fits, read off the H100 grid searches in
+    bench/kernels*_search*.csv.gz (there it lands within 0.89-0.99x of the best configuration,
+    geomean; in-sample, and without heavily skewed graphs):
+    - message creation: one thread per 4 edges and 8-32 feature tiles; a dot over 32 or more
+      products takes a warp per edge, its lanes splitting the products;
+    - aggregation: one thread per 4 destination rows and about width/2 tiles, so each thread
+      keeps two accumulators and no atomics are needed; rows with thousands of in-edges would
+      serialise a vertex-parallel worker, so strongly skewed graphs go edge-parallel.
+    The first strategy of the preferred order that `allowed` holds wins."""
     if sig.gather_op == "none":
-        order = ["warp_edge", "thread_edge"] if wide else ["thread_edge", "warp_edge"]
-        order += ["warp_vertex", "thread_vertex"]
-    elif skewed:
-        order = (["warp_edge", "thread_edge"] if wide else ["thread_edge", "warp_edge"]) + ["warp_vertex", "thread_vertex"]
+        if sig.edge_op == "dot" and sig.reduce_size >= 32:
+            order, grouping, tiling = ["warp_edge", "thread_edge", "warp_vertex", "thread_vertex"], 16, 2
+        else:
+            order, grouping = ["thread_edge", "warp_edge", "thread_vertex", "warp_vertex"], 4
+            tiling = min(32, max(8, sig.out_len // 8))
     else:
-        order = (["warp_vertex", "thread_vertex"] if wide else ["thread_vertex", "warp_vertex"]) + ["thread_edge", "warp_edge"]
+        skewed = stats.max > max(1024.0, 64.0 * stats.mean)
+        order = ["thread_edge", "thread_vertex", "warp_edge", "warp_vertex"] if skewed else \
+            ["thread_vertex", "thread_edge", "warp_vertex", "warp_edge"]
+        grouping, tiling = 4, min(64, max(1, sig.out_len // 2))
     strategy = next(s for s in order if s in allowed)
-    if strategy.startswith("thread"):
-        tiling = min(sig.out_len, 32)
-        grouping = 1
-    else:
-        tiling = 1
-        grouping = 1 if strategy == "warp_vertex" else 4
-    if strategy == "thread_edge":
-        grouping = min(GROUPINGS, key=lambda g: abs(g - max(stats.mean, 1.0)))
-    return ParallelInfo(strategy, grouping, max(1, tiling))
+    if strategy.startswith("warp"):
+        tiling = min(tiling, max(1, -(-sig.out_len // 32)))
+    return ParallelInfo(strategy, grouping, max(1, min(tiling, 64)))
