@@ -367,14 +367,13 @@ def _decision_for(gidx, sig_key, op, lhs, rhs):
         return None, None
 
 
-def _gspmm(gidx, op, reduce_op, u, e):
-    lhs = u if op != "copy_rhs" else None
-    rhs = e if op != "copy_lhs" else None
-    sig_key = ("gspmm", op, reduce_op, None, _meta(lhs), _meta(rhs))
+def _route(gidx, sig_key, op, lhs, rhs, run, native):
+    """Runs a recognized call on dgl_ugraph with `run`, anything else (and a call whose kernel
+    raised) on DGL with `native`, counting it where it ran."""
     entry, d = _decision_for(gidx, sig_key, op, lhs, rhs)
     if d is not None and d.pattern is not None:
         try:
-            result = _run_spmm(d, entry, lhs, rhs)
+            result = run(d, entry, lhs, rhs)
         except Exception as exc:  # never the reason a run breaks: DGL computes it instead
             d = _after_failure(entry, sig_key, d, exc)
         else:
@@ -382,25 +381,22 @@ def _gspmm(gidx, op, reduce_op, u, e):
             return result
     if d is not None:
         d.record.calls += 1
-    return _dgl["_gspmm"](gidx, op, reduce_op, u, e)
+    return native()
+
+
+def _gspmm(gidx, op, reduce_op, u, e):
+    lhs = u if op != "copy_rhs" else None
+    rhs = e if op != "copy_lhs" else None
+    sig_key = ("gspmm", op, reduce_op, None, _meta(lhs), _meta(rhs))
+    return _route(gidx, sig_key, op, lhs, rhs, _run_spmm, lambda: _dgl["_gspmm"](gidx, op, reduce_op, u, e))
 
 
 def _gsddmm(gidx, op, lhs, rhs, lhs_target="u", rhs_target="v"):
     used_lhs = lhs if op != "copy_rhs" else None
     used_rhs = rhs if op != "copy_lhs" else None
     sig_key = ("gsddmm", op, lhs_target, rhs_target, _meta(used_lhs), _meta(used_rhs))
-    entry, d = _decision_for(gidx, sig_key, op, used_lhs, used_rhs)
-    if d is not None and d.pattern is not None:
-        try:
-            result = _run_sddmm(d, entry, used_lhs, used_rhs)
-        except Exception as exc:  # never the reason a run breaks: DGL computes it instead
-            d = _after_failure(entry, sig_key, d, exc)
-        else:
-            d.record.calls += 1
-            return result
-    if d is not None:
-        d.record.calls += 1
-    return _dgl["_gsddmm"](gidx, op, lhs, rhs, lhs_target, rhs_target)
+    return _route(gidx, sig_key, op, used_lhs, used_rhs, _run_sddmm,
+                  lambda: _dgl["_gsddmm"](gidx, op, lhs, rhs, lhs_target, rhs_target))
 
 
 def _hetero_reason(key: str, gidx) -> str:
