@@ -1,0 +1,216 @@
+"""Regenerates every PNG under bench/plots/ from the CSVs (no measurement here):
+
+    .venv/bin/python scripts/plots.py
+
+- models_heatmap_<device>.png: latency with dgl_ugraph normalized to the baseline, model x graph,
+  inference and training (as the uGrapher paper's Fig. 1): CPU from bench/models.csv (baseline:
+  DGL's own CPU kernels); GPU from bench/models_gpu.csv when it exists (baselines: PyG 2.8 and the
+  same op sequence on cuSPARSE/torch).
+- models_speedup_<device>.png: per model, the geomean speedup over graphs (bars), with the
+  slowest and fastest graph (whiskers).
+- kernels_vs_cusparse.png: per operator, our kernels' speedup over cuSPARSE (torch.sparse.mm on
+  CSR) from bench/kernels.csv (kernels 17bf5d9d) and bench/kernels_b4610d2a.csv (kernels
+  b4610d2a), for the selector's choice and the best searched configuration. Operators cuSPARSE
+  cannot express are shown against the torch gather/scatter path, and say so.
+"""
+from __future__ import annotations
+
+import argparse
+import csv
+import math
+import pathlib
+from collections import defaultdict
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+from matplotlib.colors import TwoSlopeNorm  # noqa: E402
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+MODELS = ("GCN", "GAT", "GIN", "SAGE-mean", "SAGE-gcn", "SAGE-pool")
+KERNEL_FILES = (("kernels_b4610d2a.csv", "b4610d2a"), ("kernels.csv", "17bf5d9d"))
+
+
+def geomean(xs):
+    xs = [x for x in xs if x > 0 and math.isfinite(x)]
+    return math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else float("nan")
+
+
+def read_csv(path):
+    with open(path, newline="") as fh:
+        return list(csv.DictReader(fh))
+
+
+def model_ratios(rows, impl, baseline):
+    """{(mode, model, graph): baseline ms / impl ms} (speedup; > 1 is faster)."""
+    ms = {(r["mode"], r["model"], r["graph"], r["impl"]): float(r["ms"]) for r in rows}
+    out = {}
+    for (mode, model, graph, i), t in ms.items():
+        if i == impl and (mode, model, graph, baseline) in ms and t > 0:
+            out[(mode, model, graph)] = ms[(mode, model, graph, baseline)] / t
+    return out
+
+
+def graph_order(rows):
+    """Shared datasets first (by edges), then the synthetic stand-ins (by edges)."""
+    edges = {}
+    for r in rows:
+        edges[r["graph"]] = int(r["E"])
+    return sorted(edges, key=lambda g: (g.startswith("sim-"), edges[g], g))
+
+
+def heatmap(rows, impl, baseline, title, path):
+    ratios = model_ratios(rows, impl, baseline)
+    modes = [m for m in ("inference", "training") if any(k[0] == m for k in ratios)]
+    graphs = [g for g in graph_order(rows) if any(k[2] == g for k in ratios)]
+    models = [m for m in MODELS if any(k[1] == m for k in ratios)]
+    if not modes or not graphs:
+        return None
+    fig, axes = plt.subplots(len(modes), 1, figsize=(max(8, 0.42 * len(graphs) + 2), 2.3 + 1.9 * len(modes) * len(models) / 6),
+                             squeeze=False)
+    norm = TwoSlopeNorm(vmin=0.25, vcenter=1.0, vmax=2.0)
+    for ax, mode in zip(axes[:, 0], modes):
+        grid = [[1.0 / ratios[(mode, m, g)] if (mode, m, g) in ratios else float("nan") for g in graphs] for m in models]
+        im = ax.imshow([[min(max(v, 0.25), 2.0) for v in row] for row in grid], cmap="RdYlGn_r", norm=norm,
+                       aspect="auto")
+        for i, row in enumerate(grid):
+            for j, v in enumerate(row):
+                if not math.isnan(v):
+                    ax.text(j, i, f"{v:.2f}", ha="center", va="center", fontsize=6.5)
+        ax.set_yticks(range(len(models)), models, fontsize=8)
+        ax.set_xticks(range(len(graphs)), graphs, rotation=70, ha="right", fontsize=7)
+        gm = geomean([ratios[k] for k in ratios if k[0] == mode])
+        ax.set_title(f"{mode}: normalized latency (ours / {baseline}; < 1 is faster); geomean speedup {gm:.2f}x",
+                     fontsize=9)
+        fig.colorbar(im, ax=ax, fraction=0.02, pad=0.01)
+    fig.suptitle(title, fontsize=10)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def speedup_bars(rows, pairs, title, path):
+    """pairs: [(impl, baseline, label)]; one bar group per model, one bar per (mode, pair)."""
+    series = []
+    for impl, baseline, label in pairs:
+        ratios = model_ratios(rows, impl, baseline)
+        for mode in ("inference", "training"):
+            if any(k[0] == mode for k in ratios):
+                series.append((f"{mode}, {label}", {m: [v for k, v in ratios.items() if k[0] == mode and k[1] == m]
+                                                    for m in MODELS}))
+    if not series:
+        return None
+    models = [m for m in MODELS if any(s[1][m] for s in series)]
+    fig, ax = plt.subplots(figsize=(1.6 * len(models) + 2, 4.2))
+    width = 0.8 / len(series)
+    for i, (label, per_model) in enumerate(series):
+        xs = [j + (i - (len(series) - 1) / 2) * width for j in range(len(models))]
+        gms = [geomean(per_model[m]) for m in models]
+        lo = [g - min(per_model[m]) if per_model[m] else 0 for g, m in zip(gms, models)]
+        hi = [max(per_model[m]) - g if per_model[m] else 0 for g, m in zip(gms, models)]
+        bars = ax.bar(xs, gms, width, label=label, yerr=[lo, hi], capsize=2, error_kw={"lw": 0.7})
+        for b, g in zip(bars, gms):
+            ax.text(b.get_x() + b.get_width() / 2, g, f"{g:.2f}", ha="center", va="bottom", fontsize=7)
+    ax.axhline(1.0, color="k", lw=0.8)
+    ax.set_yscale("log")
+    ax.set_xticks(range(len(models)), models)
+    ax.set_ylabel("speedup (geomean over graphs; whiskers: min-max)")
+    ax.set_title(title, fontsize=9)
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def kernel_cases(path, version):
+    """{op: [(case label, impl, speedup, baseline name)]} for impl in ugraph (selector), ugraph_best."""
+    rows = read_csv(path)
+    by_case = defaultdict(dict)
+    for r in rows:
+        by_case[(r["op"], r["graph"], int(r["F"]), r["dtype"])][r["impl"]] = float(r["ms"])
+    out = defaultdict(list)
+    for (op, graph, f, dtype), impls in sorted(by_case.items(), key=lambda kv: (kv[0][0], kv[0][1], kv[0][2])):
+        base = "cusparse" if "cusparse" in impls else "torch_scatter"
+        if base not in impls:
+            continue
+        for impl in ("ugraph", "ugraph_best"):
+            if impl in impls:
+                out[op].append((f"{graph} F={f}", impl, impls[base] / impls[impl], base, version))
+    return out
+
+
+def kernels_chart(path):
+    found = []
+    for name, version in KERNEL_FILES:
+        p = ROOT / "bench" / name
+        if p.exists():
+            found.append(kernel_cases(p, version))
+    if not found:
+        return None
+    ops = sorted({op for f in found for op in f}, key=lambda o: (o not in ("copy_u-sum", "u_mul_e-sum"), o))
+    fig, axes = plt.subplots(len(ops), 1, figsize=(19, 2.6 * len(ops)), squeeze=False)
+    colors = {("b4610d2a", "ugraph"): "#9ecae1", ("b4610d2a", "ugraph_best"): "#3182bd",
+              ("17bf5d9d", "ugraph"): "#fdae6b", ("17bf5d9d", "ugraph_best"): "#e6550d"}
+    for ax, op in zip(axes[:, 0], ops):
+        cases = [c for f in found for c in f.get(op, [])]
+        labels = list(dict.fromkeys((c[4], c[0]) for c in cases))
+        pos = {lab: i for i, lab in enumerate(labels)}
+        bases = {c[3] for c in cases}
+        for (version, impl), color in colors.items():
+            pts = [c for c in cases if c[4] == version and c[1] == impl]
+            if not pts:
+                continue
+            off = -0.2 if impl == "ugraph" else 0.2
+            gm = geomean([c[2] for c in pts])
+            ax.bar([pos[(c[4], c[0])] + off for c in pts], [c[2] for c in pts], 0.4, color=color,
+                   label=f"{version} {'selector' if impl == 'ugraph' else 'best config'} (geomean {gm:.2f}x)")
+        ax.axhline(1.0, color="k", lw=0.8)
+        ax.set_yscale("log")
+        ax.set_xticks(range(len(labels)), [f"{lab[1]}" for lab in labels], rotation=70, ha="right", fontsize=6)
+        base = "cuSPARSE (torch.sparse.mm, CSR)" if bases == {"cusparse"} else \
+            "torch gather/scatter (cuSPARSE has no such op)"
+        ax.set_title(f"{op}: speedup vs {base}; H100, fp32; kernels b4610d2a (blue, graphs of kernels_b4610d2a.csv) "
+                     f"and 17bf5d9d (orange, graphs of kernels.csv)", fontsize=9)
+        ax.set_ylabel("speedup")
+        ax.legend(fontsize=6.5, loc="upper left", bbox_to_anchor=(1.005, 1.0))
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return path
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--out", default=str(ROOT / "bench" / "plots"))
+    args = ap.parse_args(argv)
+    out = pathlib.Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    made = []
+    cpu = ROOT / "bench" / "models.csv"
+    if cpu.exists():
+        rows = read_csv(cpu)
+        made.append(heatmap(rows, "ugraph", "dgl",
+                            "CPU (2 shared cores), DGL 2.1.0: dgl_ugraph on vs off (baseline: DGL's own CPU kernels)",
+                            out / "models_heatmap_cpu.png"))
+        made.append(speedup_bars(rows, [("ugraph", "dgl", "vs DGL")],
+                                 "CPU (2 shared cores): speedup of dgl_ugraph over DGL's own kernels, per model",
+                                 out / "models_speedup_cpu.png"))
+    gpu = ROOT / "bench" / "models_gpu.csv"
+    if gpu.exists():
+        rows = read_csv(gpu)
+        made.append(heatmap(rows, "ugraph", "pyg", "GPU inference: our kernels (trace replay) vs PyG 2.8's models",
+                            out / "models_heatmap_gpu.png"))
+        made.append(speedup_bars(rows, [("ugraph", "pyg", "vs PyG 2.8"), ("ugraph", "torch_cusparse", "vs cuSPARSE/torch")],
+                                 "GPU inference: speedup of our kernels (trace replay), per model",
+                                 out / "models_speedup_gpu.png"))
+    made.append(kernels_chart(out / "kernels_vs_cusparse.png"))
+    for p in made:
+        if p:
+            print(f"wrote {p.relative_to(ROOT) if p.is_relative_to(ROOT) else p}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,151 @@
+"""Smoke tests of scripts/bench_models.py's pieces on CPU: parity, timing rows, and the
+op-sequence traces that the GPU mode replays (recorded from DGL, replayed through our kernels
+and through the torch/cuSPARSE path, on the recording graph and on another graph)."""
+import json
+import os
+import sys
+from types import SimpleNamespace
+
+import pytest
+import torch
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(REPO, "scripts"))
+
+import bench_models as bm  # noqa: E402
+
+dgl = pytest.importorskip("dgl")
+import dgl_ugraph  # noqa: E402
+
+
+def small_graph(n, e, seed):
+    gen = torch.Generator().manual_seed(seed)
+    # skewed destinations, self-loops and multi-edges included, and nodes without in-edges
+    dst = torch.multinomial(1.0 / torch.arange(1, n + 1).double(), e, replacement=True, generator=gen)
+    src = torch.randint(0, n, (e,), generator=gen)
+    return src, dst, n
+
+
+@pytest.fixture(autouse=True)
+def plugin_on():
+    was = dgl_ugraph.is_enabled()
+    dgl_ugraph.enable()
+    yield
+    if not was:
+        dgl_ugraph.disable()
+
+
+def test_parity_floor_for_zero_gradients():
+    out = torch.tensor([1.0, 2.0])
+    big = torch.tensor([10.0, -10.0])
+    noise_ref, noise_ours = torch.tensor([1e-9, -2e-9]), torch.tensor([3e-9, 1e-9])
+    assert bm.parity([out, big, noise_ours], [out, big, noise_ref])[1]
+    assert not bm.parity([out * (1 + 1e-3), big], [out, big])[1]
+    assert bm.parity([out * (1 + 1e-6), big], [out, big])[1]
+    assert not bm.parity([torch.tensor([float("nan"), 1.0])], [torch.tensor([0.0, 1.0])])[1]
+    assert bm.parity([torch.tensor([float("-inf"), 1.0])], [torch.tensor([float("-inf"), 1.0])])[1]
+
+
+def test_standin_names_and_scales():
+    names = [name for name, _ in bm.graph_cases(datasets=False, standins=("cora", "artist"))]
+    assert names == ["sim-cora", f"sim-artist@{bm.STANDIN_SCALE['artist']:g}"]
+    assert set(bm.STANDIN_SCALE) == {s.name for s in bm.gs.PAPER_STANDINS}
+
+
+@pytest.mark.parametrize("name", bm.MODELS)
+def test_models_have_paper_sizes(name):
+    model, prepare = bm.build_model(name, 20, 3)
+    convs = [m for m in model.modules() if type(m).__name__.endswith("Conv")]
+    assert len(convs) == (5 if name == "GIN" else 2)
+    if name == "GAT":
+        assert (convs[0]._num_heads, convs[0]._out_feats) == (8, 8)
+    elif name == "GIN":
+        assert model.classify.in_features == 64
+    else:
+        assert model.layers[0](bm.make_dgl_graph(*small_graph(30, 90, 0), prepare),
+                               torch.randn(30, 20)).shape[-1] == 16
+
+
+def test_bench_case_rows():
+    src, dst, n = small_graph(60, 300, 1)
+    args = SimpleNamespace(modes=["inference", "training"], reps=2, warmup=1, min_s=0.0, max_reps=2, case_max_s=5.0)
+    rows = bm.bench_case("SAGE-mean", "tiny", (src, dst, n, None, None), args, "cpu")
+    assert len(rows) == 4
+    assert {(r["mode"], r["impl"]) for r in rows} == {(m, i) for m in ("inference", "training") for i in ("dgl", "ugraph")}
+    for r in rows:
+        assert set(bm.COLUMNS) <= set(r) and r["ms"] > 0 and r["parity_ok"] == 1 and r["reps"] == 2
+    assert all(r["ugraph_share"] == 1.0 for r in rows if r["impl"] == "ugraph")
+
+
+def _record(name, src, dst, n, feat, classes=5):
+    torch.manual_seed(0)
+    model, prepare = bm.build_model(name, feat.shape[1], classes)
+    prep = "self_loop" if prepare is not None else None
+    g = bm.make_dgl_graph(src, dst, n, prepare)
+    trace, out = bm.record_trace(model, g, feat, name, "tiny", prep)
+    return model, prepare, prep, trace, out
+
+
+@pytest.mark.parametrize("name", bm.MODELS)
+def test_trace_replays_dgl_exactly(name):
+    src, dst, n = small_graph(97, 613, 2)
+    feat = torch.randn(n, 23)
+    model, prepare, prep, trace, ref = _record(name, src, dst, n, feat)
+    # JSON only (no pickle): the trace survives a round trip unchanged
+    trace = json.loads(json.dumps(trace))
+    assert trace["N"] == n and trace["counts"]
+    sparse_ops = [op for op in trace["ops"] if op["op"] in ("gspmm", "gsddmm", "edge_softmax")]
+    assert len(sparse_ops) == {"GIN": 5}.get(name, 2 if name != "GAT" else 6)
+    graph = bm.ReplayGraph(src, dst, n, prep)
+    params = dict(model.state_dict())
+    for backend in (bm.UGraphSparse, bm.TorchSparse):
+        out = bm.Replayer(trace, graph, backend(graph), params, feat).run()
+        maxdiff, ok = bm.parity([out], [ref])
+        assert ok, f"{name} {backend.name}: {maxdiff}"
+
+
+@pytest.mark.parametrize("name", ["GCN", "GAT", "SAGE-mean"])
+def test_trace_is_symbolic_in_graph_size(name):
+    """A trace recorded on one graph replays on a bigger one (N and E are symbols) and gives what
+    DGL gives there."""
+    src, dst, n = small_graph(97, 613, 3)
+    feat = torch.randn(n, 23)
+    model, prepare, prep, trace, _ = _record(name, src, dst, n, feat)
+    src2, dst2, n2 = small_graph(211, 1733, 4)
+    feat2 = torch.randn(n2, 23)
+    g2 = bm.make_dgl_graph(src2, dst2, n2, prepare)
+    with dgl_ugraph.disabled():
+        model.eval()
+        with torch.no_grad():
+            ref = model(g2, feat2)
+    graph = bm.ReplayGraph(src2, dst2, n2, prep)
+    out = bm.Replayer(trace, graph, bm.UGraphSparse(graph), dict(model.state_dict()), feat2).run()
+    assert bm.parity([out], [ref])[1]
+
+
+def test_replay_graph_self_loops_match_dgl():
+    src, dst, n = small_graph(50, 200, 5)
+    g = bm.make_dgl_graph(src, dst, n, lambda g: dgl.add_self_loop(dgl.remove_self_loop(g)))
+    rg = bm.ReplayGraph(src, dst, n, "self_loop")
+    s, d = g.edges()
+    assert torch.equal(rg.src, s) and torch.equal(rg.dst, d) and rg.e == g.num_edges()
+
+
+def test_init_params_shapes_follow_symbols():
+    src, dst, n = small_graph(40, 160, 6)
+    _, _, prep, trace, _ = _record("GIN", src, dst, n, torch.randn(n, 11))
+    params = bm.init_params(trace, 1000, 5000, "cpu")
+    assert params["layers.0.apply_func.linears.0.weight"].shape == (64, 11)
+    assert torch.equal(params["norms.0.running_var"], torch.ones(64))
+
+
+def test_fn_names_resolve():
+    for func in (torch.relu, torch.Tensor.add, torch.nn.functional.linear, torch.nn.functional.elu, torch.matmul):
+        assert bm.resolve_fn(bm.fn_name(func)) is func
+
+
+def test_pyg_models_build_when_installed():
+    pytest.importorskip("torch_geometric")
+    for name in bm.MODELS:
+        net = bm.pyg_model(name, 20, 3)
+        assert net is None or sum(p.numel() for p in net.parameters()) > 0
