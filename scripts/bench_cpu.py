@@ -2,8 +2,8 @@
 
     PYTHONPATH=. .venv/bin/python scripts/bench_cpu.py [--nodes 200000] [--edges 4000000] [--feat 64]
 
-DGL runs natively: nothing here patches DGL (dgl_ugraph's hook is only installed by
-dgl_ugraph.integration, which is never imported). Both sides run on the same tensors and the same
+DGL runs natively: `import dgl_ugraph` would route DGL's SpMM/SDDMM through us, so this script
+sets DGL_UGRAPH=0 first and checks that DGL's own functions are in place before timing. Both sides run on the same tensors and the same
 CSC, with torch and our OpenMP team at --threads threads. Each op is warmed up, then DGL and
 ours alternate --repeat times (the machine is shared, so alternating keeps drift out of the ratio)
 and the median is reported. Results are checked against DGL's (rtol 1e-5) before timing.
@@ -70,12 +70,18 @@ def main() -> int:
     args = ap.parse_args()
 
     os.environ.setdefault("OMP_NUM_THREADS", str(args.threads))
+    os.environ["DGL_UGRAPH"] = "0"  # keep DGL native
     torch.set_num_threads(args.threads)
     import dgl
+    from dgl.backend.pytorch import sparse as dgl_sparse
 
     sys.path.insert(0, str(ROOT))
     from dgl_ugraph import OpInfo, UGraph
     from dgl_ugraph.ops import prepare
+
+    for name in ("_gspmm", "_gsddmm"):
+        if getattr(dgl_sparse, name) is not getattr(dgl._sparse_ops, name):
+            raise SystemExit(f"DGL's {name} is patched: this would time dgl_ugraph against itself")
 
     idtype = getattr(torch, args.idtype)
     g = power_law_graph(args.nodes, args.edges, args.seed, idtype)

@@ -86,17 +86,26 @@ def make_op(graph, edge_op, gather, a_type, b_type, a_shape, b_shape, dtype, see
                   "edge" if gather == "none" else "dst")
 
 
+def _libgomps():
+    """Every OpenMP runtime in the process. torch ships its own libgomp and loads it globally,
+    so the core's OpenMP calls may bind to torch's copy rather than the system's: set both."""
+    paths = {line.split()[-1] for line in open("/proc/self/maps") if "libgomp" in line}
+    return [ctypes.CDLL(path) for path in sorted(paths)]
+
+
 @contextlib.contextmanager
 def omp_threads(n: int):
-    """Sets the core's OpenMP team size (the system libgomp that _C links, not torch's copy)."""
-    gomp = ctypes.CDLL("libgomp.so.1")
-    old = gomp.omp_get_max_threads()
-    gomp.omp_set_num_threads(n)
+    """Sets the core's OpenMP team size for the duration."""
+    libs = _libgomps()
+    assert libs, "no OpenMP runtime loaded"
+    old = [lib.omp_get_max_threads() for lib in libs]
+    for lib in libs:
+        lib.omp_set_num_threads(n)
     try:
-        assert gomp.omp_get_max_threads() == n
         yield
     finally:
-        gomp.omp_set_num_threads(old)
+        for lib, k in zip(libs, old):
+            lib.omp_set_num_threads(k)
 
 
 # ---- the check ------------------------------------------------------------------------------

@@ -1,16 +1,16 @@
 // Aggregation (gather sum/max/min): C[v] = gather over the in-edges of v of msg(p, .).
 //
-// Destination-parallel without atomics: each thread owns whole output rows (partition.h), folds
-// their messages into an accumulator block that stays in L1, and stores each output element
-// once. Rows cut between threads are folded into per-thread partials and merged after a
-// barrier. Features are walked in blocks of kBlock so the accumulator never leaves L1, whatever
-// out_len; within a block the fold over features is one simd loop.
+// Destination-parallel without atomics: the CSC is cut into segments of equal edges-plus-rows
+// (partition.h), each thread reduces its segments' rows into local accumulators and stores each
+// output element once. Rows cut between segments are reduced into per-segment partials and
+// merged, in CSC order, after a barrier.
 #ifndef UGRAPH_CPU_AGGREGATE_H_
 #define UGRAPH_CPU_AGGREGATE_H_
 
 #include <omp.h>
 
 #include <cstdint>
+#include <type_traits>
 #include <vector>
 
 #include "args.h"
@@ -27,9 +27,26 @@ struct Aggregate {
   using Acc = typename Scalar<T>::Acc;
   using Msg = Message<T, I, Op, Bcast>;
   using G = Args<T, I>;
+  // Max/min winners while folding: offsets from the first position of the fold, which fit 32
+  // bits because no segment spans 2^31 positions (aggregate() below). Half the width of 64-bit
+  // ids, they keep twice as many winners in registers.
+  using Win = int32_t;
 
-  static constexpr int64_t kBlock = 256;  // accumulator elements: 1-2 KiB, plus the winners
-  static constexpr int64_t kAhead = 8;    // edges of prefetch lead
+  // Features are reduced in blocks whose accumulator stays out of memory: fixed widths from
+  // eight 256-bit vectors (kWide) halving down to one (kNarrow), which the compiler unrolls
+  // into registers, and blocks of up to kBlock elements of runtime width for what is left
+  // (dot, whose messages sum reduce_size products each, and tails under one vector). An
+  // accumulator in registers more than doubles the gather rate: one in L1 puts a store and a
+  // reload between consecutive edges. Broadcast kernels take only kWide (a block inside one
+  // broadcast run), to bound the code that the runs multiply. The fixed widths are compiled
+  // only into the x86-64-v3/v4 versions: baseline x86-64 has half the registers, and leaving
+  // them out of it halves the build.
+  static constexpr int64_t kWide = 256 / sizeof(Acc);
+  static constexpr int64_t kNarrow = Bcast ? kWide : 32 / sizeof(Acc);
+  static constexpr int64_t kBlock = 256;
+  // Edges of prefetch lead. The lead runs across row ends (up to the segment's last position):
+  // with ~20 edges a row, stopping at each row end would leave a row's first edges unfetched.
+  static constexpr int64_t kAhead = 16;
 
   // A partial of one row over all out_len features: the values and, for max/min, the winning
   // positions (-1: none yet).
@@ -37,128 +54,167 @@ struct Aggregate {
     Acc* val;
     I* win;
   };
-  // Thread t's head and tail partials, side by side in two flat arrays.
+  // Segment k's head and tail partials, side by side in two flat arrays.
   struct Partials {
     Acc* val;
     I* win;
     int64_t len;
-    Partial at(int t, bool head) const {
-      const int64_t off = (2 * int64_t(t) + (head ? 0 : 1)) * len;
+    Partial at(int64_t k, bool head) const {
+      const int64_t off = (2 * k + (head ? 0 : 1)) * len;
       return Partial{val + off, Red::is_cmp ? win + off : nullptr};
     }
   };
 
-  static void init(int64_t n, Acc* acc, I* win) {
+  // N is int64_t for a runtime width, or std::integral_constant for a fixed one.
+  template <typename N, typename W>
+  UG_INLINE static void init(N n, Acc* acc, W* win) {
     const Acc zero = Red::template zero<T>();
     for (int64_t j = 0; j < n; ++j) acc[j] = zero;
     if constexpr (Red::is_cmp)
-      for (int64_t j = 0; j < n; ++j) win[j] = I(-1);
+      for (int64_t j = 0; j < n; ++j) win[j] = W(-1);
   }
 
-  // Folds the messages of positions [pb, pe) for features [j0, j0 + n) into acc/win.
-  static void fold(const G& g, int64_t pb, int64_t pe, int64_t j0, int64_t n, Acc* acc, I* win) {
-    const int64_t* aoff = Bcast ? g.a_off + j0 : nullptr;
-    const int64_t* boff = Bcast ? g.b_off + j0 : nullptr;
+  // Folds the messages of positions [pb, pe) for features [j0, j0 + n) into acc/win (winners
+  // as offsets from pb), and prefetches ahead up to position `limit`.
+  template <typename N>
+  UG_INLINE static void fold(const G& g, int64_t pb, int64_t pe, int64_t limit, int64_t j0, N n, Acc* acc,
+                             Win* win) {
     for (int64_t p = pb; p < pe; ++p) {
-      if (p + kAhead < pe) Msg::prefetch(g, p + kAhead, j0, n);
+      if (p + kAhead < limit) Msg::prefetch(g, p + kAhead, j0, n);
       const T* a = Op::use_lhs ? g.a.at(p) : nullptr;
       const T* b = Op::use_rhs ? g.b.at(p) : nullptr;
-      const I pos = I(p);
+      const Win pos = Win(p - pb);
       if constexpr (Op::reduce_last) {
         for (int64_t j = 0; j < n; ++j) {
           const Acc m = Msg::dot(a + Msg::run_a(g, j0 + j), b + Msg::run_b(g, j0 + j), g.reduce_size);
           if constexpr (Red::is_cmp) Red::Fold(acc[j], win[j], m, pos); else acc[j] += m;
         }
       } else {
-        if (!Bcast) {
-          if (Op::use_lhs) a += j0;
-          if (Op::use_rhs) b += j0;
-        }
-        if constexpr (Red::is_cmp) {
+        Msg::runs(g, a, b, j0, n, [&](auto sa, auto sb, int64_t j, auto len, const T* ar, const T* br)
+                                      __attribute__((always_inline)) {
+          constexpr int SA = decltype(sa)::value, SB = decltype(sb)::value;
+          Acc* acc_r = acc + j;
+          if constexpr (Red::is_cmp) {
+            Win* win_r = win + j;
 #pragma omp simd
-          for (int64_t j = 0; j < n; ++j) Red::Fold(acc[j], win[j], Msg::element(a, b, aoff, boff, j), pos);
-        } else {
+            for (int64_t i = 0; i < len; ++i) Red::Fold(acc_r[i], win_r[i], Msg::template element<SA, SB>(ar, br, i), pos);
+          } else {
 #pragma omp simd
-          for (int64_t j = 0; j < n; ++j) acc[j] += Msg::element(a, b, aoff, boff, j);
-        }
+            for (int64_t i = 0; i < len; ++i) acc_r[i] += Msg::template element<SA, SB>(ar, br, i);
+          }
+        });
       }
     }
   }
 
-  // Writes features [j0, j0 + n) of row v: the values, and for max/min the winners' A and B
-  // row ids (0 where nothing won).
-  static void store(const G& g, int64_t v, int64_t j0, int64_t n, const Acc* acc, const I* win) {
+  // Writes features [j0, j0 + n) of row v: the values, and for max/min the A and B row ids of
+  // the winners at positions base + win (0 where nothing won).
+  template <typename N, typename W>
+  UG_INLINE static void store(const G& g, int64_t v, int64_t j0, N n, const Acc* acc, const W* win, int64_t base) {
     T* c = g.c + v * g.out_len + j0;
 #pragma omp simd
     for (int64_t j = 0; j < n; ++j) c[j] = Scalar<T>::store(acc[j]);
     if constexpr (Red::is_cmp) {
       if (g.arg_a) {
         I* arg = g.arg_a + v * g.out_len + j0;
-        for (int64_t j = 0; j < n; ++j) arg[j] = win[j] < 0 ? I(0) : I(g.a.id(win[j]));
+        for (int64_t j = 0; j < n; ++j) arg[j] = win[j] < 0 ? I(0) : I(g.a.id(base + win[j]));
       }
       if (g.arg_b) {
         I* arg = g.arg_b + v * g.out_len + j0;
-        for (int64_t j = 0; j < n; ++j) arg[j] = win[j] < 0 ? I(0) : I(g.b.id(win[j]));
+        for (int64_t j = 0; j < n; ++j) arg[j] = win[j] < 0 ? I(0) : I(g.b.id(base + win[j]));
       }
     }
   }
 
-  static void rows(const G& g, int64_t vb, int64_t ve) {
-    Acc acc[kBlock];
-    I win[Red::is_cmp ? kBlock : 1];
-    for (int64_t v = vb; v < ve; ++v) {
-      const int64_t pb = g.indptr[v], pe = g.indptr[v + 1];
-      for (int64_t j0 = 0; j0 < g.out_len; j0 += kBlock) {
-        const int64_t n = g.out_len - j0 < kBlock ? g.out_len - j0 : kBlock;
-        init(n, acc, win);
-        fold(g, pb, pe, j0, n, acc, win);
-        store(g, v, j0, n, acc, win);
+  // Reduces positions [pb, pe) for one block of features starting at j0, the widest that
+  // fits (W, halving down to kNarrow, else a runtime width), in a local accumulator; hands
+  // it to sink(j0, n, acc, win) and returns the block's width.
+  template <bool Wide, int64_t W, typename Sink>
+  UG_INLINE static int64_t block(const G& g, int64_t pb, int64_t pe, int64_t limit, int64_t j0, Sink&& sink) {
+    const int64_t left = g.out_len - j0;
+    if constexpr (Wide && !Op::reduce_last && W >= kNarrow) {
+      if (left < W) return block<Wide, W / 2>(g, pb, pe, limit, j0, sink);
+      const std::integral_constant<int64_t, W> n{};
+      Acc acc[W];
+      Win win[Red::is_cmp ? W : 1];
+      init(n, acc, win);
+      fold(g, pb, pe, limit, j0, n, acc, win);
+      sink(j0, n, acc, win);
+      return W;
+    } else {
+      const int64_t n = left < kBlock ? left : kBlock;
+      Acc acc[kBlock];
+      Win win[Red::is_cmp ? kBlock : 1];
+      init(n, acc, win);
+      fold(g, pb, pe, limit, j0, n, acc, win);
+      sink(j0, n, acc, win);
+      return n;
+    }
+  }
+
+  // Everything done for a segment before the barrier: each row it holds edges of, in order.
+  // Rows it finalizes go straight to C; its first row, when earlier segments hold part of it,
+  // goes to the head partial, and its last, when a later segment finalizes it, to the tail.
+  // One loop for all three keeps a single copy of the inlined reduction per version.
+  template <bool Wide>
+  UG_INLINE static void segment_rows(const G& g, const Segment& s, Partial head, Partial tail) {
+    const int64_t last = s.has_tail ? s.v1 : s.v1 - 1;
+    for (int64_t v = s.v0; v <= last; ++v) {
+      const int64_t pb = v == s.v0 ? s.p0 : int64_t(g.indptr[v]);
+      const int64_t pe = v == s.v1 ? s.p1 : int64_t(g.indptr[v + 1]);
+      const Partial part = v == s.v1 ? tail : v == s.v0 && s.has_head ? head : Partial{nullptr, nullptr};
+      for (int64_t j0 = 0; j0 < g.out_len;) {
+        j0 += block<Wide, kWide>(g, pb, pe, s.p1, j0, [&](int64_t j0, auto n, const Acc* acc, const Win* win) {
+          if (!part.val) return store(g, v, j0, n, acc, win, pb);
+          for (int64_t j = 0; j < n; ++j) part.val[j0 + j] = acc[j];
+          if constexpr (Red::is_cmp)
+            for (int64_t j = 0; j < n; ++j) part.win[j0 + j] = win[j] < 0 ? I(-1) : I(pb + win[j]);
+        });
       }
     }
   }
 
-  static void partial(const G& g, int64_t pb, int64_t pe, Partial part) {
-    for (int64_t j0 = 0; j0 < g.out_len; j0 += kBlock) {
-      const int64_t n = g.out_len - j0 < kBlock ? g.out_len - j0 : kBlock;
-      I* win = Red::is_cmp ? part.win + j0 : nullptr;
-      init(n, part.val + j0, win);
-      fold(g, pb, pe, j0, n, part.val + j0, win);
-    }
+  // The versions of segment_rows: AVX-512's mask registers and 32 vector registers make the
+  // max/min update (compare, blend the value, blend the winner) much cheaper, so max/min get an
+  // x86-64-v4 version too; sum is bound by memory there already.
+  UG_TARGET_V4 static void segment_v4(const G& g, const Segment& s, Partial head, Partial tail) {
+    segment_rows<true>(g, s, head, tail);
   }
-
-  // Everything thread t does before the barrier: its head partial, its whole rows, its tail.
-  UG_CLONES static void segment(const G& g, const Segment& s, Partial head, Partial tail) {
-    if (s.v0 < s.v1) {
-      int64_t v = s.v0;
-      if (s.has_head) {
-        partial(g, s.p0, g.indptr[v + 1], head);
-        ++v;
+  UG_TARGET_V3 static void segment_v3(const G& g, const Segment& s, Partial head, Partial tail) {
+    segment_rows<true>(g, s, head, tail);
+  }
+  static void segment(const G& g, const Segment& s, Partial head, Partial tail) {
+    if constexpr (UG_MULTIVERSION) {
+      if constexpr (Red::is_cmp) {
+        if (cpu_has_v4()) return segment_v4(g, s, head, tail);
       }
-      rows(g, v, s.v1);
+      if (cpu_has_v3()) return segment_v3(g, s, head, tail);
+      segment_rows<false>(g, s, head, tail);
+    } else {
+      segment_rows<true>(g, s, head, tail);
     }
-    if (s.has_tail) partial(g, s.tail_begin, s.p1, tail);
   }
 
-  // After the barrier: thread t finalizes its head row from the earlier threads' tails on that
-  // row, in thread order, and then its own head.
-  static void merge_head(const G& g, const Segment* seg, int t, const Partials& parts) {
-    const int64_t v = seg[t].v0;
-    int first = t;
+  // After the barrier: segment k finalizes its head row from the earlier segments' tails on
+  // that row, in CSC order, and then its own head.
+  static void merge_head(const G& g, const Segment* seg, int64_t k, const Partials& parts) {
+    const int64_t v = seg[k].v0;
+    int64_t first = k;
     while (first > 0 && seg[first - 1].v1 == v) --first;
     Acc acc[kBlock];
     I win[Red::is_cmp ? kBlock : 1];
     for (int64_t j0 = 0; j0 < g.out_len; j0 += kBlock) {
       const int64_t n = g.out_len - j0 < kBlock ? g.out_len - j0 : kBlock;
       init(n, acc, win);
-      for (int u = first; u <= t; ++u) {
-        if (u < t && !seg[u].has_tail) continue;
-        const Partial q = parts.at(u, /*head=*/u == t);
+      for (int64_t u = first; u <= k; ++u) {
+        if (u < k && !seg[u].has_tail) continue;
+        const Partial q = parts.at(u, /*head=*/u == k);
         for (int64_t j = 0; j < n; ++j) {
           if constexpr (Red::is_cmp) Red::Merge(acc[j], win[j], q.val[j0 + j], q.win[j0 + j]);
           else acc[j] += q.val[j0 + j];
         }
       }
-      store(g, v, j0, n, acc, win);
+      store(g, v, j0, n, acc, win, 0);
     }
   }
 };
@@ -169,24 +225,31 @@ void aggregate(const Args<T, I>& g) {
   using K = Aggregate<T, I, Op, Red, Bcast>;
   using Acc = typename K::Acc;
   if (g.out_len == 0 || g.num_dst == 0) return;
-  const int most = threads_for((g.num_edges + g.num_dst) * g.out_len * g.reduce_size);
-  if (most == 1) {
+  const int threads = threads_for((g.num_edges + g.num_dst) * g.out_len * g.reduce_size);
+  // One segment per thread, and more only where a segment would otherwise span 2^31
+  // positions (K::Win); those are dealt out round-robin.
+  const int64_t items = g.num_edges + g.num_dst, most_items = INT32_MAX;
+  const int64_t segs = items / most_items + 1 > threads ? items / most_items + 1 : threads;
+  if (segs == 1) {
     K::segment(g, segment_of(g.indptr, g.num_dst, g.num_edges, 0, 1), {}, {});
     return;
   }
-  std::vector<Segment> seg(most);
-  std::vector<Acc> val(2 * most * g.out_len);
-  std::vector<I> win(Red::is_cmp ? 2 * most * g.out_len : 0);
+  std::vector<Segment> seg(segs);
+  std::vector<Acc> val(2 * segs * g.out_len);
+  std::vector<I> win(Red::is_cmp ? 2 * segs * g.out_len : 0);
   const typename K::Partials parts{val.data(), win.data(), g.out_len};
 
-#pragma omp parallel num_threads(most)
+#pragma omp parallel num_threads(threads)
   {
-    const int t = omp_get_thread_num(), threads = omp_get_num_threads();
-    // Each thread plans its own segment; the merge reads the neighbours' plans after a barrier.
-    seg[t] = segment_of(g.indptr, g.num_dst, g.num_edges, t, threads);
-    K::segment(g, seg[t], parts.at(t, true), parts.at(t, false));
-#pragma omp barrier
-    if (seg[t].has_head) K::merge_head(g, seg.data(), t, parts);
+    // The implicit barrier after the first loop orders every partial before the merges.
+#pragma omp for schedule(static)
+    for (int64_t k = 0; k < segs; ++k) {
+      seg[k] = segment_of(g.indptr, g.num_dst, g.num_edges, k, segs);
+      K::segment(g, seg[k], parts.at(k, true), parts.at(k, false));
+    }
+#pragma omp for schedule(static)
+    for (int64_t k = 0; k < segs; ++k)
+      if (seg[k].has_head) K::merge_head(g, seg.data(), k, parts);
   }
 }
 

@@ -5,6 +5,7 @@
 #include <cstdint>
 
 #include "half.h"
+#include "simd.h"
 
 namespace ugraph {
 namespace cpu {
@@ -18,8 +19,8 @@ struct Operand {
   int64_t len = 0;  // elements a row holds (a_len * reduce_size)
   const I* index = nullptr;
 
-  int64_t id(int64_t p) const { return index ? int64_t(index[p]) : p; }
-  const T* at(int64_t p) const { return data + id(p) * stride; }
+  UG_INLINE int64_t id(int64_t p) const { return index ? int64_t(index[p]) : p; }
+  UG_INLINE const T* at(int64_t p) const { return data + id(p) * stride; }
 };
 
 template <typename T, typename I>
@@ -35,8 +36,12 @@ struct Args {
   I* arg_b = nullptr;
   int64_t out_len = 0;
   int64_t reduce_size = 1;   // K: products per dot message
-  const int64_t* a_off = nullptr;  // both set, or both NULL (then j addresses A and B directly)
+  // Broadcast (the kernels' Bcast instances only): element j reads A at a_off[j] and B at
+  // b_off[j], and runs of `run` elements step through A and B by a_step and b_step (broadcast.h).
+  const int64_t* a_off = nullptr;
   const int64_t* b_off = nullptr;
+  int64_t run = 1;
+  int a_step = 1, b_step = 1;
 };
 
 }  // namespace cpu

@@ -24,7 +24,7 @@ struct Create {
   using Msg = Message<T, I, Op, Bcast>;
   using G = Args<T, I>;
 
-  static constexpr int64_t kAhead = 8;  // edges of prefetch lead
+  static constexpr int64_t kAhead = 16;  // edges of prefetch lead
 
   UG_CLONES static void positions(const G& g, int64_t pb, int64_t pe) {
     const int64_t n = g.out_len;
@@ -37,8 +37,13 @@ struct Create {
         for (int64_t j = 0; j < n; ++j)
           c[j] = Scalar<T>::store(Msg::dot(a + Msg::run_a(g, j), b + Msg::run_b(g, j), g.reduce_size));
       } else {
+        Msg::runs(g, a, b, 0, n, [&](auto sa, auto sb, int64_t j, auto len, const T* ar, const T* br)
+                                     __attribute__((always_inline)) {
+          constexpr int SA = decltype(sa)::value, SB = decltype(sb)::value;
+          T* c_r = c + j;
 #pragma omp simd
-        for (int64_t j = 0; j < n; ++j) c[j] = Scalar<T>::store(Msg::element(a, b, g.a_off, g.b_off, j));
+          for (int64_t i = 0; i < len; ++i) c_r[i] = Scalar<T>::store(Msg::template element<SA, SB>(ar, br, i));
+        });
       }
     }
   }

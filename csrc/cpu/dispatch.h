@@ -7,6 +7,7 @@
 #include <type_traits>
 
 #include "args.h"
+#include "broadcast.h"
 #include "functors.h"
 #include "half.h"
 #include "ugraph/params.h"
@@ -22,6 +23,7 @@ struct Prepared {
   bool bcast;
   const int64_t* a_off;
   const int64_t* b_off;
+  Runs runs;
 };
 
 template <typename T, typename I>
@@ -45,6 +47,9 @@ Args<T, I> make_args(const Prepared& q) {
   g.reduce_size = p.reduce_size;
   g.a_off = q.a_off;
   g.b_off = q.b_off;
+  g.run = q.runs.run;
+  g.a_step = q.runs.a_step;
+  g.b_step = q.runs.b_step;
   return g;
 }
 

@@ -7,6 +7,7 @@
 #include <type_traits>
 
 #include "half.h"
+#include "simd.h"
 
 namespace ugraph {
 namespace cpu {
@@ -16,80 +17,81 @@ namespace binary {
 // reduce_size products instead of combining one element of each side.
 struct Add {
   static constexpr bool use_lhs = true, use_rhs = true, reduce_last = false;
-  template <typename A> static A Call(A x, A y) { return x + y; }
+  template <typename A> UG_INLINE static A Call(A x, A y) { return x + y; }
 };
 struct Sub {
   static constexpr bool use_lhs = true, use_rhs = true, reduce_last = false;
-  template <typename A> static A Call(A x, A y) { return x - y; }
+  template <typename A> UG_INLINE static A Call(A x, A y) { return x - y; }
 };
 struct Mul {
   static constexpr bool use_lhs = true, use_rhs = true, reduce_last = false;
-  template <typename A> static A Call(A x, A y) { return x * y; }
+  template <typename A> UG_INLINE static A Call(A x, A y) { return x * y; }
 };
 struct Div {
   static constexpr bool use_lhs = true, use_rhs = true, reduce_last = false;
-  template <typename A> static A Call(A x, A y) { return x / y; }
+  template <typename A> UG_INLINE static A Call(A x, A y) { return x / y; }
 };
 struct CopyLhs {
   static constexpr bool use_lhs = true, use_rhs = false, reduce_last = false;
-  template <typename A> static A Call(A x, A) { return x; }
+  template <typename A> UG_INLINE static A Call(A x, A) { return x; }
 };
 struct CopyRhs {
   static constexpr bool use_lhs = false, use_rhs = true, reduce_last = false;
-  template <typename A> static A Call(A, A y) { return y; }
+  template <typename A> UG_INLINE static A Call(A, A y) { return y; }
 };
 struct Dot {
   static constexpr bool use_lhs = true, use_rhs = true, reduce_last = true;
-  template <typename A> static A Call(A x, A y) { return x * y; }  // one product of the sum
+  template <typename A> UG_INLINE static A Call(A x, A y) { return x * y; }  // one product of the sum
 };
 
 }  // namespace binary
 
 namespace reduce {
 
-// Gather "none": the message is the output. Never folds.
-struct None {
-  static constexpr bool is_cmp = false, aggregates = false;
-};
+// c ? x : y for the winner index, as bit masks: written as ?: GCC turns the pair of selects in
+// Fold into masked stores behind a "did any lane change" branch, which mispredicts on every
+// early edge of a row; the masks keep the update a branch-free blend.
+template <typename W> UG_INLINE W Select(bool c, W x, W y) {
+  const W m = W(0) - W(c);
+  return (x & m) | (y & ~m);
+}
 
 struct Sum {
-  static constexpr bool is_cmp = false, aggregates = true;
+  static constexpr bool is_cmp = false;
   template <typename T> static typename Scalar<T>::Acc zero() { return 0; }
-  template <typename A, typename W> static void Fold(A& acc, W&, A msg, W) { acc += msg; }
-  template <typename A, typename W> static void Merge(A& acc, W&, A part, W) { acc += part; }
 };
 
 // DGL's ReduceOp::zero(): float16 cannot hold the float infinities' role in DGL's CUDA
 // kernels, so DGL starts float16 at the largest finite half. Replacement needs a strictly
 // better message, so NaN never wins and the earliest of equal messages keeps its place.
 struct Max {
-  static constexpr bool is_cmp = true, aggregates = true;
+  static constexpr bool is_cmp = true;
   template <typename T> static typename Scalar<T>::Acc zero() {
     using Acc = typename Scalar<T>::Acc;
     return std::is_same<T, Half>::value ? Acc(-65504.0f) : -std::numeric_limits<Acc>::infinity();
   }
-  template <typename A, typename W> static void Fold(A& acc, W& win, A msg, W pos) {
+  template <typename A, typename W> UG_INLINE static void Fold(A& acc, W& win, A msg, W pos) {
     const bool take = msg > acc;
     acc = take ? msg : acc;
-    win = take ? pos : win;
+    win = Select(take, pos, win);
   }
-  template <typename A, typename W> static void Merge(A& acc, W& win, A part, W part_win) {
+  template <typename A, typename W> UG_INLINE static void Merge(A& acc, W& win, A part, W part_win) {
     Fold(acc, win, part, part_win);
   }
 };
 
 struct Min {
-  static constexpr bool is_cmp = true, aggregates = true;
+  static constexpr bool is_cmp = true;
   template <typename T> static typename Scalar<T>::Acc zero() {
     using Acc = typename Scalar<T>::Acc;
     return std::is_same<T, Half>::value ? Acc(65504.0f) : std::numeric_limits<Acc>::infinity();
   }
-  template <typename A, typename W> static void Fold(A& acc, W& win, A msg, W pos) {
+  template <typename A, typename W> UG_INLINE static void Fold(A& acc, W& win, A msg, W pos) {
     const bool take = msg < acc;
     acc = take ? msg : acc;
-    win = take ? pos : win;
+    win = Select(take, pos, win);
   }
-  template <typename A, typename W> static void Merge(A& acc, W& win, A part, W part_win) {
+  template <typename A, typename W> UG_INLINE static void Merge(A& acc, W& win, A part, W part_win) {
     Fold(acc, win, part, part_win);
   }
 };

@@ -9,6 +9,8 @@
 
 #include <cstdint>
 
+#include "simd.h"
+
 namespace ugraph {
 namespace cpu {
 
@@ -19,18 +21,18 @@ struct BFloat16 {
   uint16_t bits;
 };
 
-inline float float_of_bits(uint32_t u) { return __builtin_bit_cast(float, u); }
-inline uint32_t bits_of_float(float f) { return __builtin_bit_cast(uint32_t, f); }
+UG_INLINE float float_of_bits(uint32_t u) { return __builtin_bit_cast(float, u); }
+UG_INLINE uint32_t bits_of_float(float f) { return __builtin_bit_cast(uint32_t, f); }
 
 // c ? x : y as bit masks. GCC sinks a float operation feeding only one arm of a ?: into a
 // branch (it will not speculate an op that may trap) and then refuses to vectorize the loop;
 // masks keep every operation unconditional.
-inline uint32_t select(bool c, uint32_t x, uint32_t y) {
+UG_INLINE uint32_t select(bool c, uint32_t x, uint32_t y) {
   const uint32_t m = 0u - uint32_t(c);
   return (x & m) | (y & ~m);
 }
 
-inline float half_to_float(uint16_t h) {
+UG_INLINE float half_to_float(uint16_t h) {
   const uint32_t sign = uint32_t(h & 0x8000u) << 16;
   const uint32_t em = h & 0x7fffu;  // exponent and mantissa
   // Normal numbers: move the 10 mantissa bits up and rebias the exponent from 15 to 127.
@@ -44,7 +46,7 @@ inline float half_to_float(uint16_t h) {
   return float_of_bits(magnitude | sign);
 }
 
-inline uint16_t float_to_half(float f) {
+UG_INLINE uint16_t float_to_half(float f) {
   const uint32_t u = bits_of_float(f);
   const uint32_t sign = (u >> 16) & 0x8000u;
   const uint32_t mag = u & 0x7fffffffu;
@@ -62,9 +64,9 @@ inline uint16_t float_to_half(float f) {
   return uint16_t(r | sign);
 }
 
-inline float bf16_to_float(uint16_t b) { return float_of_bits(uint32_t(b) << 16); }
+UG_INLINE float bf16_to_float(uint16_t b) { return float_of_bits(uint32_t(b) << 16); }
 
-inline uint16_t float_to_bf16(float f) {
+UG_INLINE uint16_t float_to_bf16(float f) {
   const uint32_t u = bits_of_float(f);
   const uint32_t rounded = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
   const uint32_t quiet_nan = (u >> 16) | 0x0040u;  // rounding could carry a NaN into Inf
@@ -76,22 +78,22 @@ inline uint16_t float_to_bf16(float f) {
 template <typename T>
 struct Scalar {
   using Acc = T;
-  static Acc load(T x) { return x; }
-  static T store(Acc x) { return x; }
+  UG_INLINE static Acc load(T x) { return x; }
+  UG_INLINE static T store(Acc x) { return x; }
 };
 
 template <>
 struct Scalar<Half> {
   using Acc = float;
-  static Acc load(Half x) { return half_to_float(x.bits); }
-  static Half store(Acc x) { return Half{float_to_half(x)}; }
+  UG_INLINE static Acc load(Half x) { return half_to_float(x.bits); }
+  UG_INLINE static Half store(Acc x) { return Half{float_to_half(x)}; }
 };
 
 template <>
 struct Scalar<BFloat16> {
   using Acc = float;
-  static Acc load(BFloat16 x) { return bf16_to_float(x.bits); }
-  static BFloat16 store(Acc x) { return BFloat16{float_to_bf16(x)}; }
+  UG_INLINE static Acc load(BFloat16 x) { return bf16_to_float(x.bits); }
+  UG_INLINE static BFloat16 store(Acc x) { return BFloat16{float_to_bf16(x)}; }
 };
 
 }  // namespace cpu

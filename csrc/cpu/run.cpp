@@ -14,7 +14,7 @@ namespace {
 
 int run(const UgParams& p) {
   const bool lhs = p.edge_op != UG_COPY_RHS, rhs = p.edge_op != UG_COPY_LHS;
-  Prepared q{&p, (lhs && p.a_off) || (rhs && p.b_off), p.a_off, p.b_off};
+  Prepared q{&p, (lhs && p.a_off) || (rhs && p.b_off), p.a_off, p.b_off, Runs{}};
   // Broadcasting one side only: the other side still needs a table in the broadcast kernel.
   std::vector<int64_t> identity;
   if (q.bcast && ((lhs && !q.a_off) || (rhs && !q.b_off))) {
@@ -23,6 +23,7 @@ int run(const UgParams& p) {
     if (!q.a_off) q.a_off = identity.data();
     if (!q.b_off) q.b_off = identity.data();
   }
+  if (q.bcast) q.runs = plan_runs(lhs ? q.a_off : nullptr, rhs ? q.b_off : nullptr, p.out_len);
   switch (p.gather_op) {
     case UG_GATHER_NONE: run_create(q); break;
     case UG_SUM: run_sum(q); break;
