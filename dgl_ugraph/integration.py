@@ -26,6 +26,7 @@ import torch
 from . import _ext, cache, patterns
 from .abstraction import OpInfo, broadcast
 from .ops import choose, signature, ugrapher
+from .select import deterministic
 from .stats import DGL, UGRAPHER, record
 
 # The DGL releases whose dgl.backend.pytorch.sparse binds these names with these signatures.
@@ -157,7 +158,7 @@ class _Decision:
     """How one (graph, signature) runs: on dgl_ugraph (pattern set) or on DGL (pattern None)."""
 
     __slots__ = ("record", "pattern", "parallel_info", "out_shape", "expand_lhs", "expand_rhs", "squeeze_out",
-                 "failure_key")
+                 "failure_key", "error", "deterministic")
 
     def __init__(self, record, pattern=None, parallel_info=None, out_shape=(), expand_lhs=False,
                  expand_rhs=False, squeeze_out=False, failure_key=None):
@@ -169,6 +170,8 @@ class _Decision:
         self.expand_rhs = expand_rhs
         self.squeeze_out = squeeze_out
         self.failure_key = failure_key
+        self.error = None  # a message to raise as DGLError where DGL's own kernel would crash the process
+        self.deterministic = None  # the mode a CUDA configuration was chosen under
 
 
 def _meta(t):
@@ -224,8 +227,17 @@ def _why_not(entry, pattern, lhs, rhs) -> Optional[str]:
         return f"{_name(dtype)} features: DGL's kernels take floating point only (DGL decides)"
     for side, t, ttype in used:
         if t.shape[0] != _rows(entry, ttype):
+            if t.shape[0] == 0:
+                return _ZeroRows(f"{side} has 0 rows for {_rows(entry, ttype)} {ttype} items: DGL's own gsddmm "
+                                 "kernel crashes the process on it, so dgl_ugraph raises DGLError")
             return f"{side} has {t.shape[0]} rows for {_rows(entry, ttype)} {ttype} items (DGL raises)"
     return None
+
+
+class _ZeroRows(str):
+    """A reason that DGL must not get the call: an operand without rows where the graph has some.
+    DGL 2.1's CPU gsddmm dereferences it (a segmentation fault, tests/test_reliability_inputs.py);
+    its gspmm raises DGLError ("Check notnull"). dgl_ugraph raises a DGLError that names it."""
 
 
 def _shapes(pattern, op, lhs, rhs):
@@ -266,7 +278,10 @@ def _decide(entry, key: str, op: str, lhs, rhs) -> _Decision:
         reason = _ext.LOAD_ERROR
         _warn_once("core", f"dgl_ugraph: {reason}; DGL's own kernels run every call")
     if reason is not None:
-        return _Decision(record(key, sig, DGL, reason))
+        d = _Decision(record(key, sig, DGL, reason))
+        if isinstance(reason, _ZeroRows):
+            d.error = f"{key}: the {reason.split(':')[0]}"
+        return d
     out_shape, expand_lhs, expand_rhs, squeeze_out = shapes
     op_info = f"({found.edge_op}, {found.gather_op}, {found.A_type}, {found.B_type}, {found.C_type})"
     parallel_info = None
@@ -281,7 +296,10 @@ def _decide(entry, key: str, op: str, lhs, rhs) -> _Decision:
             return _Decision(record(key, sig, DGL, str(exc)))
         config = str(parallel_info)
     rec = record(key, sig, UGRAPHER, config, op_info)
-    return _Decision(rec, found, parallel_info, out_shape, expand_lhs, expand_rhs, squeeze_out, (key, sig))
+    d = _Decision(rec, found, parallel_info, out_shape, expand_lhs, expand_rhs, squeeze_out, (key, sig))
+    if parallel_info is not None:
+        d.deterministic = deterministic()
+    return d
 
 
 def _op_info(pattern, lhs, rhs) -> OpInfo:
@@ -295,7 +313,12 @@ def _after_failure(entry, sig_key, decision: _Decision, exc: Exception) -> _Deci
     key, sig = decision.failure_key
     if decision.failure_key not in _failed:
         _failed[decision.failure_key] = reason
-        _warn_once(decision.failure_key, f"dgl_ugraph: {key} {sig}: {reason}; DGL's own kernels run it from now on")
+        # One warning per kind of failure, not per signature: a core that fails (say, out of
+        # memory) fails every signature of a model, and the user needs to hear it once. Each
+        # signature's reason is in stats().
+        _warn_once(("kernel", type(exc).__name__),
+                   f"dgl_ugraph: {key} {sig}: {reason}; DGL's own kernels run it from now on (further "
+                   f"{type(exc).__name__} failures go to dgl_ugraph.stats() without a warning)")
     fallback = _Decision(record(key, sig, DGL, _failed[decision.failure_key]))
     entry.decisions[sig_key] = fallback
     return fallback
@@ -356,7 +379,8 @@ def _decision_for(gidx, sig_key, op, lhs, rhs):
             _graph_fallback(_pattern_key(sig_key), entry, lhs, rhs, gidx)
             return None, None
         d = entry.decisions.get(sig_key)
-        if d is None:
+        if d is None or (d.parallel_info is not None and d.deterministic != deterministic()):
+            # A CUDA configuration is chosen again when deterministic mode was switched since.
             d = entry.decisions[sig_key] = _decide(entry, _pattern_key(sig_key), op, lhs, rhs)
         return entry, d
     except Exception as exc:  # recognition itself failed: never the reason a run breaks
@@ -381,6 +405,9 @@ def _route(gidx, sig_key, op, lhs, rhs, run, native):
             return result
     if d is not None:
         d.record.calls += 1
+        if d.error is not None:
+            from dgl import DGLError
+            raise DGLError(d.error)
     return native()
 
 
