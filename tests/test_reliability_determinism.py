@@ -125,7 +125,7 @@ class GAT(nn.Module):
 def problem():
     # Large enough that the core splits rows over both threads (one hub row cut between them).
     gen = torch.Generator().manual_seed(0)
-    n, e = 2000, 20000
+    n, e = 1200, 12000
     src = torch.randint(0, n, (e,), generator=gen)
     dst = torch.randint(0, n, (e,), generator=gen)
     dst[: e // 4] = 7
@@ -133,7 +133,7 @@ def problem():
     return g, torch.randn(n, 16, generator=gen), torch.randint(0, 5, (n,), generator=gen)
 
 
-def run(model_cls, problem, steps=3):
+def run(model_cls, problem, steps=2):
     """Every loss, output and final parameter of a short training run (dropout seeded)."""
     g, x, y = problem
     torch.manual_seed(0)
