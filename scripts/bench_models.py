@@ -1010,14 +1010,16 @@ def gpu_graph_cases(trace_graphs, full_size: bool = True):
 
 
 def cuda_ms(fn, reps: int, warmup: int) -> List[float]:
+    """Host wall time of each call until the device is idle again, in ms."""
+    sync = torch.cuda.synchronize if torch.cuda.is_available() else (lambda: None)
     for _ in range(warmup):
         fn()
-    torch.cuda.synchronize()
+    sync()
     times = []
     for _ in range(reps):
         t0 = time.perf_counter()
         fn()
-        torch.cuda.synchronize()
+        sync()
         times.append((time.perf_counter() - t0) * 1e3)
     return times
 
@@ -1027,12 +1029,12 @@ def run_gpu(args):
     cuSPARSE/torch in place of our kernels (`torch_cusparse`), and PyG's models (`pyg`). Host
     wall time per forward (synchronized), median of --gpu-reps after warm-up: host overhead of
     each path counts, as it does for a user."""
-    if not torch.cuda.is_available():
-        raise SystemExit("--gpu needs a CUDA device")
+    device = torch.device(args.gpu_device)
+    if device.type == "cuda" and not torch.cuda.is_available():
+        raise SystemExit("--gpu needs a CUDA device (--gpu-device cpu runs the same path on CPU, for tests)")
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False
-    device = torch.device("cuda")
-    device_name = torch.cuda.get_device_name()
+    device_name = torch.cuda.get_device_name(device) if device.type == "cuda" else cpu_device_name()
     try:
         import torch_geometric
         have_pyg = True
@@ -1164,7 +1166,7 @@ def summarize(path, impl="ugraph", baseline="dgl") -> str:
               ("shared datasets (real graphs)", lambda c: not c["graph"].startswith("sim-")),
               ("paper stand-ins (synthetic)", lambda c: c["graph"].startswith("sim-")),
               ("graphs with E >= 50K", lambda c: c["E"] >= 50_000),
-              ("graphs with E < 10K (gt_*)", lambda c: c["E"] < 10_000)]
+              ("graphs with E < 10K", lambda c: c["E"] < 10_000)]
     for label, keep in groups:
         cells = []
         for m in modes:
@@ -1181,12 +1183,22 @@ def summarize(path, impl="ugraph", baseline="dgl") -> str:
             cells.append(f"{g:.2f}x, {min(xs):.2f}-{max(xs):.2f}" if k else "-")
         lines.append(f"| {model} | " + " | ".join(cells) + " |")
     slow = sorted((c for c in cases if c["x"] < 1.0), key=lambda c: c["x"])
-    lines += ["", f"Slower with {impl} than {baseline}: {len(slow)} of {len(cases)} cases "
-              f"({sum(c['x'] < 0.9 for c in slow)} by more than 10%).", "",
+    lines += ["", f"Slower with {impl} than {baseline}: {len(slow)} of {len(cases)} cases; "
+              f"{sum(c['x'] < 0.9 for c in slow)} by more than 10%, {sum(c['x'] < 0.75 for c in slow)} by more than 25%.",
+              "", "| model | slower cases (inference, training) | of which < 0.9x | worst |", "|---|---|---|---|"]
+    for model in MODELS:
+        mine = [c for c in slow if c["model"] == model]
+        if mine:
+            w = mine[0]
+            lines.append(f"| {model} | {len(mine)} ({sum(c['mode'] == 'inference' for c in mine)}, "
+                         f"{sum(c['mode'] == 'training' for c in mine)}) | {sum(c['x'] < 0.9 for c in mine)} | "
+                         f"{w['x']:.2f}x ({w['graph']}, {w['mode']}) |")
+    lines += ["", "<details><summary>every slower case</summary>", "",
               "| model | graph | mode | E | F | baseline ms | ours ms | speedup |", "|---|---|---|---|---|---|---|---|"]
     for c in slow:
         lines.append(f"| {c['model']} | {c['graph']} | {c['mode']} | {c['E']} | {c['feat']} | {c['base']:.2f} | "
                      f"{c['ours']:.2f} | {c['x']:.2f}x |")
+    lines += ["", "</details>"]
     bad = [c for c in cases if c["parity"] != "1"]
     lines += ["", f"Parity (float32, rtol {RTOL:g}): {len(cases) - len(bad)} of {len(cases)} cases pass."]
     for c in bad:
@@ -1195,12 +1207,77 @@ def summarize(path, impl="ugraph", baseline="dgl") -> str:
     return "\n".join(lines)
 
 
+def profile_ops(model_name, gname, reps=5):
+    """Time spent per gspmm/gsddmm pattern (and edge_softmax) in inference, plugin off and on:
+    {impl: {pattern: ms per forward}}, plus the forward's total under "total"."""
+    import sys as _sys
+
+    import dgl_ugraph
+    from dgl.backend.pytorch import sparse
+
+    es_module = _sys.modules["dgl.ops.edge_softmax"]
+    name, load = next(iter(graph_cases(True, DEFAULT_STANDINS, {gname})))
+    src, dst, n, feat, labels = load()
+    feat, labels, classes = features(n, feat, labels)
+    torch.manual_seed(0)
+    model, prepare = build_model(model_name, feat.shape[1], classes)
+    g = make_dgl_graph(src, dst, n, prepare)
+    fn = inference_fn(model, g, feat)
+    result = {}
+    for impl in ("dgl", "ugraph"):
+        acc = {}
+
+        def timed(key_fn, original):
+            def wrapper(*a, **k):
+                t0 = time.perf_counter()
+                out = original(*a, **k)
+                key = key_fn(*a, **k)
+                acc[key] = acc.get(key, 0.0) + (time.perf_counter() - t0) * 1e3
+                return out
+            return wrapper
+
+        if impl == "dgl":
+            dgl_ugraph.disable()
+        else:
+            dgl_ugraph.enable()
+        saved = (sparse._gspmm, sparse._gsddmm, es_module.edge_softmax_internal)
+        sparse._gspmm = timed(lambda gi, op, red, u, e: f"gspmm {op}-{red} F={tuple((u if u is not None else e).shape[1:])}",
+                              saved[0])
+        sparse._gsddmm = timed(lambda gi, op, l, r, lt="u", rt="v": f"gsddmm {lt}_{op}_{rt} F={tuple((l if l is not None else r).shape[1:])}",
+                               saved[1])
+        es_module.edge_softmax_internal = timed(lambda *a, **k: "edge_softmax (DGL's fused CPU kernel)", saved[2])
+        try:
+            fn()
+            acc.clear()
+            t0 = time.perf_counter()
+            for _ in range(reps):
+                fn()
+            total = (time.perf_counter() - t0) * 1e3 / reps
+        finally:
+            sparse._gspmm, sparse._gsddmm, es_module.edge_softmax_internal = saved
+            dgl_ugraph.enable()
+        result[impl] = {k: v / reps for k, v in acc.items()}
+        result[impl]["total"] = total
+    return result
+
+
+def print_profiles(specs):
+    for spec in specs:
+        model_name, gname = spec.split(":", 1)
+        prof = profile_ops(model_name, gname)
+        print(f"\n{model_name} on {gname}, inference, ms per forward (plugin off = dgl, on = ugraph):")
+        print("| call | dgl ms | ugraph ms |\n|---|---|---|")
+        for key in sorted(set(prof["dgl"]) | set(prof["ugraph"]), key=lambda k: (k == "total", k)):
+            print(f"| {key} | {prof['dgl'].get(key, 0):.3f} | {prof['ugraph'].get(key, 0):.3f} |")
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--gpu", action="store_true", help="replay the traces on the GPU against PyG and cuSPARSE")
     ap.add_argument("--record-traces", action="store_true", help="only record the op-sequence traces")
     ap.add_argument("--recheck-parity", action="store_true", help="re-check failed parity cases in float64")
     ap.add_argument("--summarize", action="store_true", help="print the markdown summary of --out")
+    ap.add_argument("--profile", default="", help="MODEL:GRAPH,...: time per gspmm/gsddmm pattern, plugin off/on")
     ap.add_argument("--impl", default="ugraph", help="--summarize: the implementation")
     ap.add_argument("--baseline", default="dgl", help="--summarize: the baseline (dgl; --gpu: pyg, torch_cusparse)")
     ap.add_argument("--out", default=None, help="CSV (default bench/models.csv; --gpu: bench/models_gpu.csv)")
@@ -1219,6 +1296,7 @@ def main(argv=None):
     ap.add_argument("--budget-s", type=float, default=2400.0, help="stop starting new graphs after this")
     ap.add_argument("--traces", default=str(ROOT / "bench" / "traces"))
     ap.add_argument("--gpu-reps", type=int, default=20)
+    ap.add_argument("--gpu-device", default="cuda", help="--gpu: the device (cpu only to test the path)")
     ap.add_argument("--gpu-scaled", action="store_true", help="--gpu: the stand-ins at their CPU scale, not full size")
     args = ap.parse_args(argv)
     args.modes = [m for m in args.modes.split(",") if m]
@@ -1229,6 +1307,8 @@ def main(argv=None):
         return record_all(args)
     if args.recheck_parity:
         return recheck_parity(args)
+    if args.profile:
+        return print_profiles(args.profile.split(","))
     if args.summarize:
         print(summarize(args.out or ROOT / "bench" / "models.csv", args.impl, args.baseline))
         return None
