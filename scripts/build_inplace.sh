@@ -12,7 +12,9 @@ cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release \
   -DUGRAPH_STRATEGIES="${UGRAPH_STRATEGIES:-all}" -DUGRAPH_DTYPES="${UGRAPH_DTYPES:-all}" \
   -DUGRAPH_CUDA_PREBUILT="${UGRAPH_CUDA_PREBUILT:-}" >/dev/null
 cmake --build "$BUILD" -j"$(nproc)"
-cp -f "$BUILD"/_C*.so dgl_ugraph/
-if ls "$BUILD"/csrc/cuda/libugraph_cuda.so >/dev/null 2>&1; then cp -f "$BUILD"/csrc/cuda/libugraph_cuda.so dgl_ugraph/; fi
-if [ -n "${UGRAPH_CUDA_PREBUILT:-}" ]; then cp -f "$UGRAPH_CUDA_PREBUILT" dgl_ugraph/; fi
+# Copy, then rename: a process that has the old library mapped keeps its inode intact.
+install_lib() { cp -f "$1" "dgl_ugraph/.$(basename "$1").tmp" && mv -f "dgl_ugraph/.$(basename "$1").tmp" "dgl_ugraph/$(basename "$1")"; }
+for lib in "$BUILD"/_C*.so; do install_lib "$lib"; done
+if [ -f "$BUILD"/csrc/cuda/libugraph_cuda.so ]; then install_lib "$BUILD"/csrc/cuda/libugraph_cuda.so; fi
+if [ -n "${UGRAPH_CUDA_PREBUILT:-}" ]; then install_lib "$UGRAPH_CUDA_PREBUILT"; fi
 echo "built in place: $(ls dgl_ugraph/_C*.so)"
