@@ -305,7 +305,7 @@ class AutotuneCache:
                 data = json.load(fh)
         except FileNotFoundError:
             return {}
-        except (OSError, ValueError) as exc:
+        except (OSError, ValueError, RecursionError) as exc:  # RecursionError: absurdly deep nesting
             if warn:
                 warnings.warn(f"dgl_ugraph: ignoring the autotune cache {self.path}: {exc}", RuntimeWarning, stacklevel=3)
             return {}

@@ -344,6 +344,8 @@ class Predictor:
             dump = json.load(fh)
         with open(manifest_path(model_path)) as fh:
             manifest = json.load(fh)
+        if not isinstance(dump, dict) or not isinstance(manifest, dict):
+            raise ValueError(f"{model_path} and its manifest must each hold one JSON object")
         if manifest.get("format") != FORMAT:
             raise ValueError(f"{manifest_path(model_path)} is not a {FORMAT} manifest")
         if list(dump.get("feature_names", [])) != list(manifest.get("features", [])):
@@ -394,7 +396,8 @@ def _load_first(family: str) -> Optional[Predictor]:
             continue
         try:
             return Predictor.from_files(path)
-        except (OSError, ValueError, KeyError, TypeError, json.JSONDecodeError) as exc:
+        # RecursionError: json's answer to absurdly deep nesting in a crafted file.
+        except (OSError, ValueError, KeyError, TypeError, RecursionError) as exc:
             warnings.warn(f"dgl_ugraph: ignoring the strategy model {path}: {exc}", RuntimeWarning, stacklevel=3)
     return None
 

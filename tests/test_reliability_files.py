@@ -64,25 +64,7 @@ def warnings_of(call):
 
 # ---- the strategy model -------------------------------------------------------------------------------
 
-# Defects found here, in files this suite may not change (predictor.py, autotune.py): reported,
-# kept as strict xfails so they turn into failures the day they are fixed.
-NESTING = pytest.mark.xfail(raises=RecursionError, strict=True,
-                            reason="json.load raises RecursionError on deep nesting; _load_first and "
-                                   "AutotuneCache._read catch only OSError/ValueError/...")
-NOT_A_DICT = pytest.mark.xfail(raises=AttributeError, strict=True,
-                               reason="Predictor.from_files calls manifest.get() on a manifest that is "
-                                      "valid JSON but not an object; AttributeError is not caught")
-
-
-def model_case(payload, which):
-    if payload == "json_nan_bomb":
-        return pytest.param(payload, which, marks=NESTING)
-    if payload == "json_list" and which == "manifest":
-        return pytest.param(payload, which, marks=NOT_A_DICT)
-    return pytest.param(payload, which)
-
-
-@pytest.mark.parametrize("payload,which", [model_case(p, w) for w in ("model", "manifest") for p in PAYLOADS])
+@pytest.mark.parametrize("payload,which", [(p, w) for w in ("model", "manifest") for p in PAYLOADS])
 def test_crafted_model_files_are_ignored_with_one_warning(cache_home, payload, which):
     shipped = predictor.SHIPPED_DIR / "sm90.json"
     models = cache_home / "dgl_ugraph" / "models"
@@ -139,7 +121,7 @@ def test_cache_lives_in_the_users_cache_directory(cache_home, monkeypatch):
     assert str(predictor.user_cache_dir()).startswith(os.path.join(os.path.expanduser("~"), ".cache"))
 
 
-@pytest.mark.parametrize("payload", [pytest.param(p, marks=NESTING) if p == "json_nan_bomb" else p for p in PAYLOADS])
+@pytest.mark.parametrize("payload", list(PAYLOADS))
 def test_corrupt_cache_is_ignored_with_one_warning_and_replaced(cache_home, payload):
     path = cache_home / "cache.json"
     path.write_bytes(PAYLOADS[payload])
