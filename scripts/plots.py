@@ -67,7 +67,7 @@ def heatmap(rows, impl, baseline, title, path):
     models = [m for m in MODELS if any(k[1] == m for k in ratios)]
     if not modes or not graphs:
         return None
-    fig, axes = plt.subplots(len(modes), 1, figsize=(max(8, 0.42 * len(graphs) + 2), 2.3 + 1.9 * len(modes) * len(models) / 6),
+    fig, axes = plt.subplots(len(modes), 1, figsize=(max(8, 0.42 * len(graphs) + 2), len(modes) * (2.6 + 0.45 * len(models))),
                              squeeze=False)
     norm = TwoSlopeNorm(vmin=0.25, vcenter=1.0, vmax=2.0)
     for ax, mode in zip(axes[:, 0], modes):
