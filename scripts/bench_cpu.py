@@ -6,7 +6,9 @@ DGL runs natively: `import dgl_ugraph` would route DGL's SpMM/SDDMM through us, 
 sets DGL_UGRAPH=0 first and checks that DGL's own functions are in place before timing. Both sides run on the same tensors and the same
 CSC, with torch and our OpenMP team at --threads threads. Each op is warmed up, then DGL and
 ours alternate --repeat times (the machine is shared, so alternating keeps drift out of the ratio)
-and the median is reported. Results are checked against DGL's (rtol 1e-5) before timing.
+and the median is reported. Results are checked against DGL's before timing: max exactly, sums
+within rtol 1e-5 of the magnitude of what they add up (the same op on |inputs|), since float32
+sums of a hub row's 20,000 terms in another order differ by more than 1e-5 of a small result.
 Writes bench/cpu_kernels.csv (device, graph, V, E, op, F, dtype, impl, ms).
 """
 from __future__ import annotations
@@ -91,7 +93,7 @@ def main() -> int:
     graph_name = f"powerlaw-{args.idtype}"
     print(f"graph: V={g.num_nodes()} E={g.num_edges()} in-degree mean {deg.mean():.1f} std {deg.std():.1f} "
           f"max {int(deg.max())}; F={args.feat}; {device_name(args.threads)}; DGL {dgl.__version__}, "
-          f"libxsmm {'on' if dgl.is_libxsmm_enabled() else 'off'}")
+          f"libxsmm {'on' if dgl.is_libxsmm_enabled() else 'off'}; load average {os.getloadavg()[0]:.1f}")
 
     gen = torch.Generator().manual_seed(args.seed + 1)
     V, E, F = g.num_nodes(), g.num_edges(), args.feat
@@ -99,22 +101,28 @@ def main() -> int:
     y = torch.randn(V, F, generator=gen)
     w = torch.rand(E, 1, generator=gen) + 0.5
 
+    absx, absy, absw = x.abs(), y.abs(), w.abs()
+    # (name, DGL call, our op, DGL call on |inputs| bounding the rounding of sums; None: exact)
     cases = [
         ("copy_u-sum", lambda: dgl.ops.gspmm(g, "copy_lhs", "sum", x, None),
-         OpInfo("copy_lhs", "sum", x, "src", None, "null", "dst")),
+         OpInfo("copy_lhs", "sum", x, "src", None, "null", "dst"),
+         lambda: dgl.ops.gspmm(g, "copy_lhs", "sum", absx, None)),
         ("u_mul_e-sum", lambda: dgl.ops.gspmm(g, "mul", "sum", x, w),
-         OpInfo("mul", "sum", x, "src", w, "edge", "dst")),
+         OpInfo("mul", "sum", x, "src", w, "edge", "dst"),
+         lambda: dgl.ops.gspmm(g, "mul", "sum", absx, absw)),
         ("copy_u-max", lambda: dgl.ops.gspmm(g, "copy_lhs", "max", x, None),
-         OpInfo("copy_lhs", "max", x, "src", None, "null", "dst")),
+         OpInfo("copy_lhs", "max", x, "src", None, "null", "dst"), None),
         ("u_dot_v", lambda: dgl.ops.gsddmm(g, "dot", x, y, "u", "v"),
-         OpInfo("dot", "none", x, "src", y, "dst", "edge")),
+         OpInfo("dot", "none", x, "src", y, "dst", "edge"),
+         lambda: dgl.ops.gsddmm(g, "dot", absx, absy, "u", "v")),
     ]
     rows, failed = [], False
     print(f"{'op':<12} {'DGL ms':>9} {'ours ms':>9} {'speed-up':>9}")
-    for name, dgl_fn, info in cases:
+    for name, dgl_fn, info, magnitude in cases:
         ours_fn = lambda info=info: prepare(ug, info).run()  # noqa: E731  (allocates C, as DGL does)
         want, got = dgl_fn(), ours_fn()[0]
-        if not torch.allclose(got, want, rtol=1e-5, atol=1e-5):
+        bound = 0.0 if magnitude is None else 1e-5 * (want.abs() + magnitude())
+        if not ((got == want) | ((got - want).abs() <= bound)).all():  # == covers the -inf of empty rows
             bad = (got - want).abs().max().item()
             print(f"{name}: MISMATCH vs DGL, max abs diff {bad:.3g}")
             failed = True

@@ -22,31 +22,14 @@
 namespace ugraph {
 namespace cpu {
 
-template <typename T, typename I, typename Op, typename Red, bool Bcast>
-struct Aggregate {
+// What aggregation does per output row whatever the edge_op: the reduce zero, stores to C and
+// the args, and the merge of partials. Shared by every edge_op's kernel, so it is compiled once
+// per dtype, index type and reducer.
+template <typename T, typename I, typename Red>
+struct RowStore {
   using Acc = typename Scalar<T>::Acc;
-  using Msg = Message<T, I, Op, Bcast>;
   using G = Args<T, I>;
-  // Max/min winners while folding: offsets from the first position of the fold, which fit 32
-  // bits because no segment spans 2^31 positions (aggregate() below). Half the width of 64-bit
-  // ids, they keep twice as many winners in registers.
-  using Win = int32_t;
-
-  // Features are reduced in blocks whose accumulator stays out of memory: fixed widths from
-  // eight 256-bit vectors (kWide) halving down to one (kNarrow), which the compiler unrolls
-  // into registers, and blocks of up to kBlock elements of runtime width for what is left
-  // (dot, whose messages sum reduce_size products each, and tails under one vector). An
-  // accumulator in registers more than doubles the gather rate: one in L1 puts a store and a
-  // reload between consecutive edges. Broadcast kernels take only kWide (a block inside one
-  // broadcast run), to bound the code that the runs multiply. The fixed widths are compiled
-  // only into the x86-64-v3/v4 versions: baseline x86-64 has half the registers, and leaving
-  // them out of it halves the build.
-  static constexpr int64_t kWide = 256 / sizeof(Acc);
-  static constexpr int64_t kNarrow = Bcast ? kWide : 32 / sizeof(Acc);
-  static constexpr int64_t kBlock = 256;
-  // Edges of prefetch lead. The lead runs across row ends (up to the segment's last position):
-  // with ~20 edges a row, stopping at each row end would leave a row's first edges unfetched.
-  static constexpr int64_t kAhead = 16;
+  static constexpr int64_t kBlock = 256;  // elements of a runtime-width accumulator block
 
   // A partial of one row over all out_len features: the values and, for max/min, the winning
   // positions (-1: none yet).
@@ -73,6 +56,81 @@ struct Aggregate {
     if constexpr (Red::is_cmp)
       for (int64_t j = 0; j < n; ++j) win[j] = W(-1);
   }
+
+  // Writes features [j0, j0 + n) of row v: the values, and for max/min the A and B row ids of
+  // the winners at positions base + win (0 where nothing won).
+  template <typename N, typename W>
+  UG_INLINE static void store(const G& g, int64_t v, int64_t j0, N n, const Acc* acc, const W* win, int64_t base) {
+    T* c = g.c + v * g.out_len + j0;
+#pragma omp simd
+    for (int64_t j = 0; j < n; ++j) c[j] = Scalar<T>::store(acc[j]);
+    if constexpr (Red::is_cmp) {
+      if (g.arg_a) {
+        I* arg = g.arg_a + v * g.out_len + j0;
+        for (int64_t j = 0; j < n; ++j) arg[j] = win[j] < 0 ? I(0) : I(g.a.id(base + win[j]));
+      }
+      if (g.arg_b) {
+        I* arg = g.arg_b + v * g.out_len + j0;
+        for (int64_t j = 0; j < n; ++j) arg[j] = win[j] < 0 ? I(0) : I(g.b.id(base + win[j]));
+      }
+    }
+  }
+
+  // After the barrier: segment k finalizes its head row from the earlier segments' tails on
+  // that row, in CSC order, and then its own head.
+  static void merge_head(const G& g, const Segment* seg, int64_t k, const Partials& parts) {
+    const int64_t v = seg[k].v0;
+    int64_t first = k;
+    while (first > 0 && seg[first - 1].v1 == v) --first;
+    Acc acc[kBlock];
+    I win[Red::is_cmp ? kBlock : 1];
+    for (int64_t j0 = 0; j0 < g.out_len; j0 += kBlock) {
+      const int64_t n = g.out_len - j0 < kBlock ? g.out_len - j0 : kBlock;
+      init(n, acc, win);
+      for (int64_t u = first; u <= k; ++u) {
+        if (u < k && !seg[u].has_tail) continue;
+        const Partial q = parts.at(u, /*head=*/u == k);
+        for (int64_t j = 0; j < n; ++j) {
+          if constexpr (Red::is_cmp) Red::Merge(acc[j], win[j], q.val[j0 + j], q.win[j0 + j]);
+          else acc[j] += q.val[j0 + j];
+        }
+      }
+      store(g, v, j0, n, acc, win, 0);
+    }
+  }
+};
+
+template <typename T, typename I, typename Op, typename Red, bool Bcast>
+struct Aggregate : RowStore<T, I, Red> {
+  using Base = RowStore<T, I, Red>;
+  using typename Base::Acc;
+  using typename Base::G;
+  using typename Base::Partial;
+  using Base::init;
+  using Base::store;
+  using Base::kBlock;
+  using Msg = Message<T, I, Op, Bcast>;
+  // Max/min winners while folding: offsets from the first position of the fold, which fit 32
+  // bits because no segment spans 2^31 positions (aggregate() below). Half the width of 64-bit
+  // ids, they keep twice as many winners in registers.
+  using Win = int32_t;
+
+  // Features are reduced in blocks whose accumulator stays out of memory: fixed widths from
+  // eight 256-bit vectors (kWide) halving down to one (kNarrow), which the compiler unrolls
+  // into registers, and blocks of up to kBlock elements of runtime width for what is left
+  // (dot, whose messages sum reduce_size products each, and tails under one vector). An
+  // accumulator in registers more than doubles the gather rate: one in L1 puts a store and a
+  // reload between consecutive edges. To bound the build, broadcast kernels (a block inside one
+  // broadcast run) and half types (whose conversions are long code) take only kWide, and half
+  // types with broadcast none. The fixed widths are compiled only into the x86-64-v3/v4
+  // versions: baseline x86-64 has half the registers, and leaving them out halves the build.
+  static constexpr bool kHalf = !std::is_same<Acc, T>::value;
+  static constexpr bool kFixed = !Op::reduce_last && !(Bcast && kHalf);
+  static constexpr int64_t kWide = 256 / sizeof(Acc);
+  static constexpr int64_t kNarrow = Bcast || kHalf ? kWide : 32 / sizeof(Acc);
+  // Edges of prefetch lead. The lead runs across row ends (up to the segment's last position):
+  // with ~20 edges a row, stopping at each row end would leave a row's first edges unfetched.
+  static constexpr int64_t kAhead = 16;
 
   // Folds the messages of positions [pb, pe) for features [j0, j0 + n) into acc/win (winners
   // as offsets from pb), and prefetches ahead up to position `limit`.
@@ -107,32 +165,13 @@ struct Aggregate {
     }
   }
 
-  // Writes features [j0, j0 + n) of row v: the values, and for max/min the A and B row ids of
-  // the winners at positions base + win (0 where nothing won).
-  template <typename N, typename W>
-  UG_INLINE static void store(const G& g, int64_t v, int64_t j0, N n, const Acc* acc, const W* win, int64_t base) {
-    T* c = g.c + v * g.out_len + j0;
-#pragma omp simd
-    for (int64_t j = 0; j < n; ++j) c[j] = Scalar<T>::store(acc[j]);
-    if constexpr (Red::is_cmp) {
-      if (g.arg_a) {
-        I* arg = g.arg_a + v * g.out_len + j0;
-        for (int64_t j = 0; j < n; ++j) arg[j] = win[j] < 0 ? I(0) : I(g.a.id(base + win[j]));
-      }
-      if (g.arg_b) {
-        I* arg = g.arg_b + v * g.out_len + j0;
-        for (int64_t j = 0; j < n; ++j) arg[j] = win[j] < 0 ? I(0) : I(g.b.id(base + win[j]));
-      }
-    }
-  }
-
   // Reduces positions [pb, pe) for one block of features starting at j0, the widest that
   // fits (W, halving down to kNarrow, else a runtime width), in a local accumulator; hands
   // it to sink(j0, n, acc, win) and returns the block's width.
   template <bool Wide, int64_t W, typename Sink>
   UG_INLINE static int64_t block(const G& g, int64_t pb, int64_t pe, int64_t limit, int64_t j0, Sink&& sink) {
     const int64_t left = g.out_len - j0;
-    if constexpr (Wide && !Op::reduce_last && W >= kNarrow) {
+    if constexpr (Wide && kFixed && W >= kNarrow) {
       if (left < W) return block<Wide, W / 2>(g, pb, pe, limit, j0, sink);
       const std::integral_constant<int64_t, W> n{};
       Acc acc[W];
@@ -175,8 +214,9 @@ struct Aggregate {
   }
 
   // The versions of segment_rows: AVX-512's mask registers and 32 vector registers make the
-  // max/min update (compare, blend the value, blend the winner) much cheaper, so max/min get an
-  // x86-64-v4 version too; sum is bound by memory there already.
+  // max/min update (compare, blend the value, blend the winner) much cheaper, so float32 and
+  // float64 max/min get an x86-64-v4 version too (sum is bound by memory there already; half
+  // types, which DGL's CPU kernels barely support, are left at v3 to bound the build).
   UG_TARGET_V4 static void segment_v4(const G& g, const Segment& s, Partial head, Partial tail) {
     segment_rows<true>(g, s, head, tail);
   }
@@ -185,7 +225,7 @@ struct Aggregate {
   }
   static void segment(const G& g, const Segment& s, Partial head, Partial tail) {
     if constexpr (UG_MULTIVERSION) {
-      if constexpr (Red::is_cmp) {
+      if constexpr (Red::is_cmp && !kHalf) {
         if (cpu_has_v4()) return segment_v4(g, s, head, tail);
       }
       if (cpu_has_v3()) return segment_v3(g, s, head, tail);
@@ -195,28 +235,6 @@ struct Aggregate {
     }
   }
 
-  // After the barrier: segment k finalizes its head row from the earlier segments' tails on
-  // that row, in CSC order, and then its own head.
-  static void merge_head(const G& g, const Segment* seg, int64_t k, const Partials& parts) {
-    const int64_t v = seg[k].v0;
-    int64_t first = k;
-    while (first > 0 && seg[first - 1].v1 == v) --first;
-    Acc acc[kBlock];
-    I win[Red::is_cmp ? kBlock : 1];
-    for (int64_t j0 = 0; j0 < g.out_len; j0 += kBlock) {
-      const int64_t n = g.out_len - j0 < kBlock ? g.out_len - j0 : kBlock;
-      init(n, acc, win);
-      for (int64_t u = first; u <= k; ++u) {
-        if (u < k && !seg[u].has_tail) continue;
-        const Partial q = parts.at(u, /*head=*/u == k);
-        for (int64_t j = 0; j < n; ++j) {
-          if constexpr (Red::is_cmp) Red::Merge(acc[j], win[j], q.val[j0 + j], q.win[j0 + j]);
-          else acc[j] += q.val[j0 + j];
-        }
-      }
-      store(g, v, j0, n, acc, win, 0);
-    }
-  }
 };
 
 // Runs one aggregation. Throws std::bad_alloc only before any thread starts.
@@ -237,7 +255,7 @@ void aggregate(const Args<T, I>& g) {
   std::vector<Segment> seg(segs);
   std::vector<Acc> val(2 * segs * g.out_len);
   std::vector<I> win(Red::is_cmp ? 2 * segs * g.out_len : 0);
-  const typename K::Partials parts{val.data(), win.data(), g.out_len};
+  const typename K::Base::Partials parts{val.data(), win.data(), g.out_len};
 
 #pragma omp parallel num_threads(threads)
   {
@@ -249,7 +267,7 @@ void aggregate(const Args<T, I>& g) {
     }
 #pragma omp for schedule(static)
     for (int64_t k = 0; k < segs; ++k)
-      if (seg[k].has_head) K::merge_head(g, seg.data(), k, parts);
+      if (seg[k].has_head) K::Base::merge_head(g, seg.data(), k, parts);
   }
 }
 

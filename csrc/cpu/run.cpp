@@ -5,6 +5,7 @@
 
 #include "dispatch.h"
 #include "error.h"
+#include "memory.h"
 #include "ugraph/api.h"
 #include "validate.h"
 
@@ -24,6 +25,10 @@ int run(const UgParams& p) {
     if (!q.b_off) q.b_off = identity.data();
   }
   if (q.bcast) q.runs = plan_runs(lhs ? q.a_off : nullptr, rhs ? q.b_off : nullptr, p.out_len);
+  const int64_t elements = (p.gather_op == UG_GATHER_NONE ? p.num_edges : p.num_dst) * p.out_len;
+  advise_huge_pages(p.c, elements * (p.dtype == UG_F64 ? 8 : p.dtype == UG_F32 ? 4 : 2));
+  advise_huge_pages(p.arg_a, elements * (p.index_bits / 8));
+  advise_huge_pages(p.arg_b, elements * (p.index_bits / 8));
   switch (p.gather_op) {
     case UG_GATHER_NONE: run_create(q); break;
     case UG_SUM: run_sum(q); break;
