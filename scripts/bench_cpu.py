@@ -3,13 +3,14 @@
     PYTHONPATH=. .venv/bin/python scripts/bench_cpu.py [--nodes 200000] [--edges 4000000] [--feat 64]
 
 DGL runs natively: `import dgl_ugraph` would route DGL's SpMM/SDDMM through us, so this script
-sets DGL_UGRAPH=0 first and checks that DGL's own functions are in place before timing. Both sides run on the same tensors and the same
-CSC, with torch and our OpenMP team at --threads threads. Each op is warmed up, then DGL and
-ours alternate --repeat times (the machine is shared, so alternating keeps drift out of the ratio)
-and the median is reported. Results are checked against DGL's before timing: max exactly, sums
-within rtol 1e-5 of the magnitude of what they add up (the same op on |inputs|), since float32
-sums of a hub row's 20,000 terms in another order differ by more than 1e-5 of a small result.
-Writes bench/cpu_kernels.csv (device, graph, V, E, op, F, dtype, impl, ms).
+sets DGL_UGRAPH=0 first and checks that DGL's own functions are in place before timing. Both
+sides run on the same tensors and the same CSC, with torch and our OpenMP team at --threads
+threads, for int64 and int32 ids (DGL's default is int64). Each op is warmed up, then DGL and
+ours alternate --repeat times (the machine is shared, so alternating keeps drift out of the
+ratio) and the median is reported. Results are checked against DGL's before timing: max
+exactly, sums within rtol 1e-5 of the magnitude of what they add up (the same op on |inputs|),
+since float32 sums of a hub row's 20,000 terms in another order differ by more than 1e-5 of a
+small result. Writes bench/cpu_kernels.csv (device, graph, V, E, op, F, dtype, impl, ms).
 """
 from __future__ import annotations
 
@@ -22,9 +23,16 @@ import statistics
 import sys
 import time
 
-import torch
-
 ROOT = pathlib.Path(__file__).resolve().parents[1]
+os.environ["DGL_UGRAPH"] = "0"  # `import dgl_ugraph` would route DGL's SpMM/SDDMM through us
+sys.path.insert(0, str(ROOT))
+
+import dgl  # noqa: E402
+import torch  # noqa: E402
+from dgl.backend.pytorch import sparse as dgl_sparse  # noqa: E402
+
+from dgl_ugraph import OpInfo, UGraph  # noqa: E402
+from dgl_ugraph.ops import prepare  # noqa: E402
 
 
 def device_name(threads: int) -> str:
@@ -42,8 +50,6 @@ def device_name(threads: int) -> str:
 def power_law_graph(num_nodes: int, num_edges: int, seed: int, idtype):
     """Uniform sources; destinations drawn with weight 1/(rank+10)^0.9 over a random rank order,
     so in-degrees are power-law-ish (a few hubs with tens of thousands of in-edges)."""
-    import dgl
-
     gen = torch.Generator().manual_seed(seed)
     weight = 1.0 / (torch.arange(num_nodes, dtype=torch.float64) + 10) ** 0.9
     dst = torch.randperm(num_nodes, generator=gen)[torch.multinomial(weight, num_edges, True, generator=gen)]
@@ -59,39 +65,16 @@ def timed(fn) -> float:
     return (time.perf_counter() - start) * 1e3
 
 
-def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--nodes", type=int, default=200_000)
-    ap.add_argument("--edges", type=int, default=4_000_000)
-    ap.add_argument("--feat", type=int, default=64)
-    ap.add_argument("--threads", type=int, default=2)
-    ap.add_argument("--repeat", type=int, default=7)
-    ap.add_argument("--idtype", choices=("int32", "int64"), default="int64")
-    ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--csv", default=str(ROOT / "bench" / "cpu_kernels.csv"))
-    args = ap.parse_args()
-
-    os.environ.setdefault("OMP_NUM_THREADS", str(args.threads))
-    os.environ["DGL_UGRAPH"] = "0"  # keep DGL native
-    torch.set_num_threads(args.threads)
-    import dgl
-    from dgl.backend.pytorch import sparse as dgl_sparse
-
-    sys.path.insert(0, str(ROOT))
-    from dgl_ugraph import OpInfo, UGraph
-    from dgl_ugraph.ops import prepare
-
-    for name in ("_gspmm", "_gsddmm"):
-        if getattr(dgl_sparse, name) is not getattr(dgl._sparse_ops, name):
-            raise SystemExit(f"DGL's {name} is patched: this would time dgl_ugraph against itself")
-
-    idtype = getattr(torch, args.idtype)
+def bench_graph(args, idname: str):
+    """Times the four ops on one graph with idname ids; returns the CSV rows and whether any
+    result disagreed with DGL's."""
+    idtype = getattr(torch, idname)
     g = power_law_graph(args.nodes, args.edges, args.seed, idtype)
     indptr, indices, eids = g.adj_tensors("csc")
     ug = UGraph.from_csc(indptr, indices, eids, g.num_src_nodes())
     deg = (indptr[1:] - indptr[:-1]).double()
-    graph_name = f"powerlaw-{args.idtype}"
-    print(f"graph: V={g.num_nodes()} E={g.num_edges()} in-degree mean {deg.mean():.1f} std {deg.std():.1f} "
+    graph_name = f"powerlaw-{idname}"
+    print(f"\ngraph ({idname} ids): V={g.num_nodes()} E={g.num_edges()} in-degree mean {deg.mean():.1f} std {deg.std():.1f} "
           f"max {int(deg.max())}; F={args.feat}; {device_name(args.threads)}; DGL {dgl.__version__}, "
           f"libxsmm {'on' if dgl.is_libxsmm_enabled() else 'off'}; load average {os.getloadavg()[0]:.1f}")
 
@@ -134,6 +117,32 @@ def main() -> int:
         print(f"{name:<12} {med['dgl']:9.1f} {med['ugraph']:9.1f} {med['dgl'] / med['ugraph']:8.2f}x")
         for impl, ms in med.items():
             rows.append((device_name(args.threads), graph_name, V, E, name, F, "float32", impl, round(ms, 2)))
+    return rows, failed
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--nodes", type=int, default=200_000)
+    ap.add_argument("--edges", type=int, default=4_000_000)
+    ap.add_argument("--feat", type=int, default=64)
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--repeat", type=int, default=7)
+    ap.add_argument("--idtype", choices=("int32", "int64", "both"), default="both")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--csv", default=str(ROOT / "bench" / "cpu_kernels.csv"))
+    args = ap.parse_args()
+
+    # One OpenMP runtime serves both: torch loads its libgomp globally and the core binds to it.
+    torch.set_num_threads(args.threads)
+    for name in ("_gspmm", "_gsddmm"):
+        if getattr(dgl_sparse, name) is not getattr(dgl._sparse_ops, name):
+            raise SystemExit(f"DGL's {name} is patched: this would time dgl_ugraph against itself")
+
+    rows, failed = [], False
+    for idname in (("int64", "int32") if args.idtype == "both" else (args.idtype,)):
+        graph_rows, graph_failed = bench_graph(args, idname)
+        rows += graph_rows
+        failed |= graph_failed
 
     out = pathlib.Path(args.csv)
     out.parent.mkdir(parents=True, exist_ok=True)

@@ -293,6 +293,16 @@ def test_feature_widths(width, gather, dtype):
 
 
 @pytest.mark.parametrize("gather", GATHERS)
+def test_large_outputs(gather):
+    """Outputs over 16 MiB, which the core advises onto huge pages before writing them."""
+    graph = random_graph(2000, 70_000, 90_000, torch.int64, seed=29, isolated=100)
+    op = make_op(graph, "copy_lhs" if gather != "none" else "mul", gather, "src", "dst", (64,), (64,),
+                 torch.float32, seed=30)
+    c, arg_a, _ = check(graph, op)
+    assert c.numel() * c.element_size() > 16 << 20
+
+
+@pytest.mark.parametrize("gather", GATHERS)
 def test_identity_edge_ids(gather):
     """A CSC without eids (identity): edge tensors are addressed by CSC position."""
     base = random_graph(20, 20, 150, torch.int64, seed=15)

@@ -203,11 +203,11 @@ struct Aggregate : RowStore<T, I, Red> {
       const int64_t pe = v == s.v1 ? s.p1 : int64_t(g.indptr[v + 1]);
       const Partial part = v == s.v1 ? tail : v == s.v0 && s.has_head ? head : Partial{nullptr, nullptr};
       for (int64_t j0 = 0; j0 < g.out_len;) {
-        j0 += block<Wide, kWide>(g, pb, pe, s.p1, j0, [&](int64_t j0, auto n, const Acc* acc, const Win* win) {
-          if (!part.val) return store(g, v, j0, n, acc, win, pb);
-          for (int64_t j = 0; j < n; ++j) part.val[j0 + j] = acc[j];
+        j0 += block<Wide, kWide>(g, pb, pe, s.p1, j0, [&](int64_t jb, auto n, const Acc* acc, const Win* win) {
+          if (!part.val) return store(g, v, jb, n, acc, win, pb);
+          for (int64_t j = 0; j < n; ++j) part.val[jb + j] = acc[j];
           if constexpr (Red::is_cmp)
-            for (int64_t j = 0; j < n; ++j) part.win[j0 + j] = win[j] < 0 ? I(-1) : I(pb + win[j]);
+            for (int64_t j = 0; j < n; ++j) part.win[jb + j] = win[j] < 0 ? I(-1) : I(pb + win[j]);
         });
       }
     }
@@ -234,7 +234,6 @@ struct Aggregate : RowStore<T, I, Red> {
       segment_rows<true>(g, s, head, tail);
     }
   }
-
 };
 
 // Runs one aggregation. Throws std::bad_alloc only before any thread starts.

@@ -25,8 +25,6 @@ struct Operand {
 
 template <typename T, typename I>
 struct Args {
-  using Acc = typename Scalar<T>::Acc;
-
   int64_t num_dst = 0, num_edges = 0;
   const I* indptr = nullptr;
   Operand<T, I> a, b;

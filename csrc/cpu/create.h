@@ -20,11 +20,12 @@ namespace cpu {
 
 template <typename T, typename I, typename Op, bool Bcast>
 struct Create {
-  using Acc = typename Scalar<T>::Acc;
   using Msg = Message<T, I, Op, Bcast>;
   using G = Args<T, I>;
 
   static constexpr int64_t kAhead = 16;  // edges of prefetch lead
+
+  // Messages of positions [pb, pe), one thread's share.
 
   UG_CLONES static void positions(const G& g, int64_t pb, int64_t pe) {
     const int64_t n = g.out_len;

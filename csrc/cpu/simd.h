@@ -22,8 +22,8 @@
 #define UG_TARGET_V4
 #endif
 
-// Everything a cloned function calls must be inlined into it, or the call lands in one
-// baseline-x86-64 copy shared by all clones and the clone gains nothing.
+// Everything a multiversioned function calls must be inlined into it, or the call lands in one
+// baseline-x86-64 copy shared by all versions and the version gains nothing.
 #define UG_INLINE inline __attribute__((always_inline))
 
 namespace ugraph {
