@@ -19,3 +19,17 @@ def poison_outputs():
     ops.POISON_OUTPUTS = True
     yield
     ops.POISON_OUTPUTS = was
+
+
+@pytest.fixture
+def plugin_on():
+    """dgl_ugraph routing DGL's calls, with fresh stats, for one test; the state before it comes
+    back after."""
+    import dgl_ugraph
+
+    was = dgl_ugraph.is_enabled()
+    dgl_ugraph.enable()
+    dgl_ugraph.reset_stats()
+    yield
+    if not was:
+        dgl_ugraph.disable()

@@ -17,6 +17,8 @@ import bench_models as bm  # noqa: E402
 dgl = pytest.importorskip("dgl")
 import dgl_ugraph  # noqa: E402
 
+pytestmark = pytest.mark.usefixtures("plugin_on")
+
 
 def small_graph(n, e, seed):
     gen = torch.Generator().manual_seed(seed)
@@ -24,15 +26,6 @@ def small_graph(n, e, seed):
     dst = torch.multinomial(1.0 / torch.arange(1, n + 1).double(), e, replacement=True, generator=gen)
     src = torch.randint(0, n, (e,), generator=gen)
     return src, dst, n
-
-
-@pytest.fixture(autouse=True)
-def plugin_on():
-    was = dgl_ugraph.is_enabled()
-    dgl_ugraph.enable()
-    yield
-    if not was:
-        dgl_ugraph.disable()
 
 
 def test_parity_floor_for_zero_gradients():

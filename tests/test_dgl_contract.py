@@ -10,15 +10,7 @@ import dgl_ugraph
 from dgl.backend.pytorch import sparse
 from dgl_ugraph import integration
 
-
-@pytest.fixture(autouse=True)
-def plugin_on():
-    was = dgl_ugraph.is_enabled()
-    dgl_ugraph.enable()
-    dgl_ugraph.reset_stats()
-    yield
-    if not was:
-        dgl_ugraph.disable()
+pytestmark = pytest.mark.usefixtures("plugin_on")
 
 
 def graph(idtype=torch.int64):

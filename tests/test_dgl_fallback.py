@@ -15,17 +15,9 @@ import dgl_ugraph
 from dgl.backend.pytorch import sparse
 from dgl_ugraph import _ext, cache, integration
 
+pytestmark = pytest.mark.usefixtures("plugin_on")
+
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
-
-@pytest.fixture(autouse=True)
-def plugin_on():
-    was = dgl_ugraph.is_enabled()
-    dgl_ugraph.enable()
-    dgl_ugraph.reset_stats()
-    yield
-    if not was:
-        dgl_ugraph.disable()
 
 
 @pytest.fixture

@@ -23,6 +23,8 @@ import gcn  # noqa: E402
 import gin  # noqa: E402
 import sage  # noqa: E402
 
+pytestmark = pytest.mark.usefixtures("plugin_on")
+
 FEAT, CLASSES = 24, 5
 MODELS = {
     "GCN": (lambda: gcn.GCN(FEAT, 16, CLASSES), gcn.prepare_graph),
@@ -42,15 +44,6 @@ def graph():
     # self-loops and multi-edges: what the kernels' edge cases need.
     g, feat, labels = data.synthetic_graph(1500, 12000, CLASSES, FEAT, seed=3)
     return g, feat, labels, data.masks(g.num_nodes(), seed=3)[0]
-
-
-@pytest.fixture(autouse=True)
-def plugin_on():
-    was = dgl_ugraph.is_enabled()
-    dgl_ugraph.enable()
-    yield
-    if not was:
-        dgl_ugraph.disable()
 
 
 def training_step(model, state, g, feat, labels, train_mask):

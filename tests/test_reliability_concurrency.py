@@ -19,16 +19,8 @@ import dgl_ugraph
 from dgl_ugraph import _ext, cache
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-pytestmark = pytest.mark.skipif(_ext.LOAD_ERROR is not None, reason=str(_ext.LOAD_ERROR))
-
-
-@pytest.fixture(autouse=True)
-def plugin_on():
-    was = dgl_ugraph.is_enabled()
-    dgl_ugraph.enable()
-    yield
-    if not was:
-        dgl_ugraph.disable()
+pytestmark = [pytest.mark.skipif(_ext.LOAD_ERROR is not None, reason=str(_ext.LOAD_ERROR)),
+              pytest.mark.usefixtures("plugin_on")]
 
 
 def graph(seed=0, nodes=1500, edges=15000):

@@ -23,17 +23,12 @@ pytestmark = pytest.mark.skipif(_ext.LOAD_ERROR is not None, reason=str(_ext.LOA
 
 
 @pytest.fixture(autouse=True)
-def plugin_on(monkeypatch):
-    was = dgl_ugraph.is_enabled()
-    dgl_ugraph.enable()
-    dgl_ugraph.reset_stats()
+def isolated_failures(plugin_on, monkeypatch):
     cache.clear()  # decisions live on graph entries: no test inherits another's
     monkeypatch.setattr(integration, "_failed", {})
     monkeypatch.setattr(integration, "_warned", set())
     yield
     cache.clear()
-    if not was:
-        dgl_ugraph.disable()
 
 
 class GCN(nn.Module):

@@ -16,18 +16,10 @@ from dgl_ugraph.abstraction import STRATEGIES, ParallelInfo
 from dgl_ugraph.graph import DegreeStats, UGraph
 from dgl_ugraph.select import ATOMIC_STRATEGIES, DTYPE_NAMES, Signature, candidates, deterministic, heuristic, why_not
 
+pytestmark = pytest.mark.usefixtures("plugin_on")
+
 ALL_COMPILED = frozenset((s, d) for s in STRATEGIES for d in DTYPE_NAMES.values())
 REPEATS = 10
-
-
-@pytest.fixture(autouse=True)
-def plugin_on():
-    was = dgl_ugraph.is_enabled()
-    dgl_ugraph.enable()
-    dgl_ugraph.reset_stats()
-    yield
-    if not was:
-        dgl_ugraph.disable()
 
 
 @pytest.fixture

@@ -22,16 +22,11 @@ needs_core = pytest.mark.skipif(_ext.LOAD_ERROR is not None, reason=str(_ext.LOA
 
 
 @pytest.fixture(autouse=True)
-def plugin_on():
-    was = dgl_ugraph.is_enabled()
-    dgl_ugraph.enable()
-    dgl_ugraph.reset_stats()
+def fallback_warnings_are_errors(plugin_on):
     with warnings.catch_warnings():
         # A bad input is DGL's business, never a fallback warning of ours.
         warnings.simplefilter("error", dgl_ugraph.UGraphFallbackWarning)
         yield
-    if not was:
-        dgl_ugraph.disable()
 
 
 def small_graph(seed=0, nodes=30, edges=120, idtype=torch.int64):
