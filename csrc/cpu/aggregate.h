@@ -130,7 +130,7 @@ struct Aggregate : RowStore<T, I, Red> {
   static constexpr int64_t kNarrow = Bcast || kHalf ? kWide : 32 / sizeof(Acc);
   // Edges of prefetch lead. The lead runs across row ends (up to the segment's last position):
   // with ~20 edges a row, stopping at each row end would leave a row's first edges unfetched.
-  static constexpr int64_t kAhead = 16;
+  static constexpr int64_t kAhead = 32;
 
   // Folds the messages of positions [pb, pe) for features [j0, j0 + n) into acc/win (winners
   // as offsets from pb), and prefetches ahead up to position `limit`.
