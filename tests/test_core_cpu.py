@@ -12,6 +12,9 @@ import contextlib
 import ctypes
 import itertools
 import math
+import os
+import subprocess
+import sys
 
 import pytest
 import torch
@@ -506,3 +509,17 @@ def test_core_rejects_broken_offsets_args_and_indptr():
     prep, graph = _prepared()
     c, arg_a, arg_b = prep.run()
     assert _ext.core().build_info()["cpu"]
+
+
+# ---- every compiled version ------------------------------------------------------------------
+
+@pytest.mark.parametrize("isa", ["baseline", "v3"])
+def test_lower_instruction_sets(isa):
+    """The core picks its x86-64 baseline, v3 or v4 kernels by CPU; the rest of this file runs
+    the best this machine has. Rerun a cross-section capped at the lower levels."""
+    subset = "(op_space and int64 and (float32 or (float16 and not bfloat16))) or hub_row or (broadcast and float32)"
+    env = dict(os.environ, DGL_UGRAPH_CPU_ISA=isa)
+    run = subprocess.run([sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", __file__,
+                          "-k", subset], env=env, capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+

@@ -226,9 +226,9 @@ struct Aggregate : RowStore<T, I, Red> {
   static void segment(const G& g, const Segment& s, Partial head, Partial tail) {
     if constexpr (UG_MULTIVERSION) {
       if constexpr (Red::is_cmp && !kHalf) {
-        if (cpu_has_v4()) return segment_v4(g, s, head, tail);
+        if (isa_level() >= 4) return segment_v4(g, s, head, tail);
       }
-      if (cpu_has_v3()) return segment_v3(g, s, head, tail);
+      if (isa_level() >= 3) return segment_v3(g, s, head, tail);
       segment_rows<false>(g, s, head, tail);
     } else {
       segment_rows<true>(g, s, head, tail);

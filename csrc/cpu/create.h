@@ -26,8 +26,7 @@ struct Create {
   static constexpr int64_t kAhead = 16;  // edges of prefetch lead
 
   // Messages of positions [pb, pe), one thread's share.
-
-  UG_CLONES static void positions(const G& g, int64_t pb, int64_t pe) {
+  UG_INLINE static void positions_impl(const G& g, int64_t pb, int64_t pe) {
     const int64_t n = g.out_len;
     for (int64_t p = pb; p < pe; ++p) {
       if (p + kAhead < pe) Msg::prefetch(g, p + kAhead, 0, n);
@@ -47,6 +46,11 @@ struct Create {
         });
       }
     }
+  }
+
+  UG_TARGET_V3 static void positions_v3(const G& g, int64_t pb, int64_t pe) { positions_impl(g, pb, pe); }
+  static void positions(const G& g, int64_t pb, int64_t pe) {
+    if (isa_level() >= 3) positions_v3(g, pb, pe); else positions_impl(g, pb, pe);
   }
 };
 

@@ -4,20 +4,17 @@
 
 #include <cstdint>
 
-// The build targets baseline x86-64 so the wheel runs anywhere. Hot per-thread functions also
-// exist compiled for x86-64-v3 (AVX2, FMA), and some for x86-64-v4 (AVX-512), and the best one
-// the CPU runs is picked at run time: by GCC's target_clones (UG_CLONES), or, where versions
-// should differ in more than the instruction set, by explicit UG_TARGET_V3/V4 twins chosen with
-// cpu_has_v3()/cpu_has_v4(). Only functions called from inside a parallel region carry these:
-// GCC outlines the parallel region before it clones, so an outlined body would miss the clone.
+// The build targets baseline x86-64 so the wheel runs anywhere. The hot per-thread functions
+// also exist compiled for x86-64-v3 (AVX2, FMA), and max/min aggregation for x86-64-v4
+// (AVX-512), as explicit UG_TARGET_V3/V4 twins; isa_level() picks one at run time. Only
+// functions called from inside a parallel region carry these: GCC outlines a parallel region
+// into a function of its own, which would not inherit the target.
 #if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)
 #define UG_MULTIVERSION 1
-#define UG_CLONES __attribute__((target_clones("arch=x86-64-v3", "default")))
 #define UG_TARGET_V3 __attribute__((target("arch=x86-64-v3")))
 #define UG_TARGET_V4 __attribute__((target("arch=x86-64-v4")))
 #else
 #define UG_MULTIVERSION 0
-#define UG_CLONES
 #define UG_TARGET_V3
 #define UG_TARGET_V4
 #endif
@@ -29,23 +26,10 @@
 namespace ugraph {
 namespace cpu {
 
-// Whether this CPU runs x86-64-v3 / x86-64-v4 code (UG_TARGET_V3 / UG_TARGET_V4 functions).
-inline bool cpu_has_v3() {
-#if UG_MULTIVERSION
-  static const bool has = __builtin_cpu_supports("x86-64-v3");
-  return has;
-#else
-  return false;
-#endif
-}
-inline bool cpu_has_v4() {
-#if UG_MULTIVERSION
-  static const bool has = __builtin_cpu_supports("x86-64-v4");
-  return has;
-#else
-  return false;
-#endif
-}
+// The instruction-set level the twins may use: 4 (x86-64-v4), 3 (x86-64-v3) or 0 (baseline).
+// It is what the CPU runs, capped by DGL_UGRAPH_CPU_ISA=baseline|v3|v4 if set, so that one
+// machine can test every version. Read once.
+int isa_level();
 
 // Asks for the cache lines of [p, p + bytes) ahead of use. The gathers of source rows are
 // random, so the hardware prefetchers cannot see them coming; a few edges of lead hide most of
