@@ -36,15 +36,19 @@ from dgl_ugraph.ops import prepare  # noqa: E402
 
 
 def device_name(threads: int) -> str:
-    model = platform.processor() or "cpu"
+    """CPU model, the widest vector ISA (DGL's libxsmm kernels need AVX-512 for max/min), threads."""
+    model, isa = platform.processor() or "cpu", "AVX2"
     try:
-        for line in open("/proc/cpuinfo"):
+        with open("/proc/cpuinfo") as f:
+            info = f.read()
+        for line in info.splitlines():
             if line.startswith("model name"):
                 model = line.split(":", 1)[1].strip()
                 break
+        isa = "AVX-512" if " avx512f" in info else "AVX2" if " avx2" in info else "SSE"
     except OSError:
         pass
-    return f"{model}, {threads} threads"
+    return f"{model} ({isa}), {threads} threads"
 
 
 def power_law_graph(num_nodes: int, num_edges: int, seed: int, idtype):

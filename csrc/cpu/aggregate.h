@@ -7,8 +7,6 @@
 #ifndef UGRAPH_CPU_AGGREGATE_H_
 #define UGRAPH_CPU_AGGREGATE_H_
 
-#include <omp.h>
-
 #include <cstdint>
 #include <type_traits>
 #include <vector>
@@ -243,10 +241,14 @@ void aggregate(const Args<T, I>& g) {
   using Acc = typename K::Acc;
   if (g.out_len == 0 || g.num_dst == 0) return;
   const int threads = threads_for((g.num_edges + g.num_dst) * g.out_len * g.reduce_size);
-  // One segment per thread, and more only where a segment would otherwise span 2^31
-  // positions (K::Win); those are dealt out round-robin.
+  // Several segments per thread, handed out dynamically: a thread that the OS or a noisy
+  // neighbour holds up then costs the others one segment's wait, not half the work. (Cutting
+  // more rows only adds partials of out_len elements each.) And never a segment that spans
+  // 2^31 positions (K::Win).
+  constexpr int64_t kSegmentsPerThread = 8;
   const int64_t items = g.num_edges + g.num_dst, most_items = INT32_MAX;
-  const int64_t segs = items / most_items + 1 > threads ? items / most_items + 1 : threads;
+  const int64_t wanted = threads > 1 ? threads * kSegmentsPerThread : 1;
+  const int64_t segs = items / most_items + 1 > wanted ? items / most_items + 1 : wanted;
   if (segs == 1) {
     K::segment(g, segment_of(g.indptr, g.num_dst, g.num_edges, 0, 1), {}, {});
     return;
@@ -259,7 +261,7 @@ void aggregate(const Args<T, I>& g) {
 #pragma omp parallel num_threads(threads)
   {
     // The implicit barrier after the first loop orders every partial before the merges.
-#pragma omp for schedule(static)
+#pragma omp for schedule(dynamic, 1)
     for (int64_t k = 0; k < segs; ++k) {
       seg[k] = segment_of(g.indptr, g.num_dst, g.num_edges, k, segs);
       K::segment(g, seg[k], parts.at(k, true), parts.at(k, false));

@@ -6,8 +6,6 @@
 #ifndef UGRAPH_CPU_CREATE_H_
 #define UGRAPH_CPU_CREATE_H_
 
-#include <omp.h>
-
 #include <cstdint>
 
 #include "args.h"
@@ -63,11 +61,12 @@ void create(const Args<T, I>& g) {
     K::positions(g, 0, g.num_edges);
     return;
   }
-#pragma omp parallel num_threads(most)
-  {
-    const int64_t t = omp_get_thread_num(), threads = omp_get_num_threads();
-    K::positions(g, g.num_edges * t / threads, g.num_edges * (t + 1) / threads);
-  }
+  // Several runs of positions per thread, handed out dynamically, so that a thread held up by
+  // the OS or a noisy neighbour costs the others one run's wait, not half the work.
+  constexpr int64_t kRunsPerThread = 8;
+  const int64_t runs = most * kRunsPerThread;
+#pragma omp parallel for num_threads(most) schedule(dynamic, 1)
+  for (int64_t r = 0; r < runs; ++r) K::positions(g, g.num_edges * r / runs, g.num_edges * (r + 1) / runs);
 }
 
 }  // namespace cpu
