@@ -57,13 +57,15 @@ def training_step(model, state, g, feat, labels, train_mask):
     return out.detach(), {name: p.grad.detach().clone() for name, p in model.named_parameters()}
 
 
-def assert_equal_fp32(ours, theirs, what):
+def assert_equal_fp32(ours, theirs, what, noise_floor=0.0):
     """Equal up to float32 reordering: rtol 1e-5 per element, and 1e-5 of the tensor's largest
-    magnitude for entries that cancel to nearly 0 (a sum in another order moves those most)."""
+    magnitude for entries that cancel to nearly 0 (a sum in another order moves those most).
+    noise_floor bounds tensors whose exact value is 0 and whose reference is rounding noise."""
     scale = max(theirs.abs().max().item(), 1e-30)
     diff = (ours - theirs).abs()
     worst = (diff - 1e-5 * theirs.abs()).max().item()
-    assert worst <= 1e-5 * scale, f"{what}: max |diff| {diff.max().item():.3g} at scale {scale:.3g}"
+    allowed = max(1e-5 * scale, noise_floor)
+    assert worst <= allowed, f"{what}: max |diff| {diff.max().item():.3g} at scale {scale:.3g}"
 
 
 @pytest.mark.parametrize("name", list(MODELS))
@@ -82,8 +84,11 @@ def test_model_parity_and_full_interception(name, graph):
         ref, ref_grads = training_step(model, state, g, feat, labels, train_mask)
     assert_equal_fp32(out, ref, f"{name} output")
     assert grads.keys() == ref_grads.keys()
+    # A Linear bias feeding BatchNorm (GIN's MLP) has an exact gradient of 0: its reference is
+    # float32 noise, so it is held to 1e-6 of the model's largest gradient instead of its own.
+    model_scale = max(g.abs().max().item() for g in ref_grads.values())
     for pname in grads:
-        assert_equal_fp32(grads[pname], ref_grads[pname], f"{name} gradient of {pname}")
+        assert_equal_fp32(grads[pname], ref_grads[pname], f"{name} gradient of {pname}", 1e-6 * model_scale)
     assert stats["calls"] > 0
     assert stats["fallback"] == 0, stats["patterns"]
     assert stats["intercepted"] == stats["calls"]

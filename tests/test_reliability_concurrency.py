@@ -200,9 +200,11 @@ FORK = """
         out = []
         for g in (G, small):  # a graph the parent cached, and one made in the worker
             x = torch.randn(g.num_nodes(), 32, generator=gen, requires_grad=True)
-            h = dgl.ops.copy_u_sum(g, x) + dgl.ops.u_dot_v(g, x, x).sum() + dgl.ops.copy_u_max(g, x)
-            h.sum().backward()
-            out += [h.detach(), x.grad]
+            # Compared term by term: a scalar total added to every row would carry torch's own
+            # thread-count-dependent rounding into all of them.
+            terms = [dgl.ops.copy_u_sum(g, x), dgl.ops.u_dot_v(g, x, x), dgl.ops.copy_u_max(g, x)]
+            sum(t.sum() for t in terms).backward()
+            out += [t.detach() for t in terms] + [x.grad]
         return out, dgl_ugraph.stats()["intercepted"]
 
     def worker_init():
