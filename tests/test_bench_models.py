@@ -59,15 +59,44 @@ def test_models_have_paper_sizes(name):
                                torch.randn(30, 20)).shape[-1] == 16
 
 
-def test_bench_case_rows():
+@pytest.mark.parametrize("sparse_free", [False, True])
+def test_bench_case_rows(sparse_free):
     src, dst, n = small_graph(60, 300, 1)
-    args = SimpleNamespace(modes=["inference", "training"], reps=2, warmup=1, min_s=0.0, max_reps=2, case_max_s=5.0)
+    args = SimpleNamespace(modes=["inference", "training"], reps=2, warmup=1, min_s=0.0, max_reps=2, case_max_s=5.0,
+                           sparse_free=sparse_free)
     rows = bm.bench_case("SAGE-mean", "tiny", (src, dst, n, None, None), args, "cpu")
-    assert len(rows) == 4
-    assert {(r["mode"], r["impl"]) for r in rows} == {(m, i) for m in ("inference", "training") for i in ("dgl", "ugraph")}
+    impls = ("dgl", "ugraph") + ((bm.SPARSE_FREE,) if sparse_free else ())
+    assert len(rows) == 2 * len(impls)
+    assert {(r["mode"], r["impl"]) for r in rows} == {(m, i) for m in ("inference", "training") for i in impls}
     for r in rows:
         assert set(bm.COLUMNS) - {"parity_fp64_maxdiff"} <= set(r) and r["ms"] > 0 and r["parity_ok"] == 1 and r["reps"] == 2
     assert all(r["ugraph_share"] == 1.0 for r in rows if r["impl"] == "ugraph")
+
+
+def test_sparse_free_answers_with_recorded_results():
+    """The bound's replay returns what DGL computed, by value and in call order, and computes nothing."""
+    import dgl
+    import dgl_ugraph
+    from dgl.backend.pytorch import sparse
+
+    src, dst, n = small_graph(40, 200, 3)
+    g = dgl.graph((src, dst), num_nodes=n)
+    x = torch.randn(n, 6)
+    fn = lambda: (dgl.ops.copy_u_sum(g, x), dgl.ops.u_dot_v(g, x, x))  # noqa: E731
+    with dgl_ugraph.disabled():
+        want = fn()
+        dgl_own = (sparse._gspmm, sparse._gsddmm)
+    free = bm.SparseFree(fn)
+    free.record()
+    assert len(free.results) == 2
+    with dgl_ugraph.disabled(), free.replaying():
+        x.add_(1.0)  # replayed calls ignore their inputs
+        got = fn()
+        assert all(r is not w for r, w in zip(got, want))  # copies, not the recorded tensors
+    for a, b in zip(got, want):
+        assert torch.equal(a, b)
+    with dgl_ugraph.disabled():
+        assert (sparse._gspmm, sparse._gsddmm) == dgl_own  # DGL's own again
 
 
 def _record(name, src, dst, n, feat, classes=5):

@@ -285,14 +285,25 @@ def test_self_loops_and_multi_edges(dtype):
 
 @pytest.mark.parametrize("dtype", (torch.float32, torch.float16), ids=dname)
 @pytest.mark.parametrize("gather", GATHERS)
-@pytest.mark.parametrize("width", [1, 7, 33, 257, 600])
+@pytest.mark.parametrize("width", [1, 3, 5, 7, 13, 33, 257, 600])
 def test_feature_widths(width, gather, dtype):
-    """Odd widths exercise the simd remainders; 257 and 600 span several accumulator blocks."""
+    """Odd widths exercise the simd remainders and the sub-vector tail block (3, 5, 7 alone; 13
+    and 33 after wider blocks); 257 and 600 span several accumulator blocks."""
     graph = random_graph(50, 40, 300, torch.int64, seed=13)
     for edge_op, a_type, b_type in (("copy_lhs", "src", "null"), ("mul", "src", "edge"), ("dot", "src", "dst"),
                                     ("sub", "edge", "dst")):
         check(graph, make_op(graph, edge_op, gather, a_type, b_type, (width,), (width,), dtype, seed=14),
               scale=math.sqrt(width) if edge_op == "dot" else 1.0)
+
+
+@pytest.mark.parametrize("width", [3, 16])
+@pytest.mark.parametrize("gather", GATHERS)
+def test_gathers_beyond_the_caches(gather, width):
+    """Source rows well past 4x this machine's L2, where the kernels prefetch what they gather."""
+    l2 = os.sysconf("SC_LEVEL2_CACHE_SIZE") if "SC_LEVEL2_CACHE_SIZE" in os.sysconf_names else 0
+    rows = max(8 * max(l2, 1 << 20) // (4 * width), 1000)
+    graph = random_graph(rows, 500, 60_000, torch.int32, seed=31)
+    check(graph, make_op(graph, "mul", gather, "src", "edge", (width,), (width,), torch.float32, seed=32))
 
 
 @pytest.mark.parametrize("gather", GATHERS)

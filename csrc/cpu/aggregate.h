@@ -115,8 +115,9 @@ struct Aggregate : RowStore<T, I, Red> {
 
   // Features are reduced in blocks whose accumulator stays out of memory: fixed widths from
   // eight 256-bit vectors (kWide) halving down to one (kNarrow), which the compiler unrolls
-  // into registers, and blocks of up to kBlock elements of runtime width for what is left
-  // (dot, whose messages sum reduce_size products each, and tails under one vector). An
+  // into registers, what is left under one vector in one pass (narrow), and blocks of up to
+  // kBlock elements of runtime width for the rest (dot, whose messages sum reduce_size
+  // products each, and the tails of broadcast kernels). An
   // accumulator in registers more than doubles the gather rate: one in L1 puts a store and a
   // reload between consecutive edges. To bound the build, broadcast kernels (a block inside one
   // broadcast run) and half types (whose conversions are long code) take only kWide, and half
@@ -128,6 +129,7 @@ struct Aggregate : RowStore<T, I, Red> {
   static constexpr int64_t kNarrow = Bcast || kHalf ? kWide : 32 / sizeof(Acc);
   // Edges of prefetch lead. The lead runs across row ends (up to the segment's last position):
   // with ~20 edges a row, stopping at each row end would leave a row's first edges unfetched.
+  // Only when the gathered rows outrun the caches (Args::prefetch).
   static constexpr int64_t kAhead = 32;
 
   // Folds the messages of positions [pb, pe) for features [j0, j0 + n) into acc/win (winners
@@ -136,7 +138,7 @@ struct Aggregate : RowStore<T, I, Red> {
   UG_INLINE static void fold(const G& g, int64_t pb, int64_t pe, int64_t limit, int64_t j0, N n, Acc* acc,
                              Win* win) {
     for (int64_t p = pb; p < pe; ++p) {
-      if (p + kAhead < limit) Msg::prefetch(g, p + kAhead, j0, n);
+      if (g.prefetch && p + kAhead < limit) Msg::prefetch(g, p + kAhead, j0, n);
       const T* a = Op::use_lhs ? g.a.at(p) : nullptr;
       const T* b = Op::use_rhs ? g.b.at(p) : nullptr;
       const Win pos = Win(p - pb);
@@ -163,30 +165,64 @@ struct Aggregate : RowStore<T, I, Red> {
     }
   }
 
-  // Reduces positions [pb, pe) for one block of features starting at j0, the widest that
-  // fits (W, halving down to kNarrow, else a runtime width), in a local accumulator; hands
-  // it to sink(j0, n, acc, win) and returns the block's width.
+  // Reduces positions [pb, pe) for one block of features starting at j0: the widest W that
+  // fits, halving down to kNarrow, then what is left under one vector in one pass; else a
+  // runtime width. The block goes to sink(j0, n, acc, win); returns its width.
   template <bool Wide, int64_t W, typename Sink>
   UG_INLINE static int64_t block(const G& g, int64_t pb, int64_t pe, int64_t limit, int64_t j0, Sink&& sink) {
     const int64_t left = g.out_len - j0;
     if constexpr (Wide && kFixed && W >= kNarrow) {
-      if (left < W) return block<Wide, W / 2>(g, pb, pe, limit, j0, sink);
-      const std::integral_constant<int64_t, W> n{};
-      Acc acc[W];
-      Win win[Red::is_cmp ? W : 1];
-      init(n, acc, win);
-      fold(g, pb, pe, limit, j0, n, acc, win);
-      sink(j0, n, acc, win);
-      return W;
-    } else {
-      const int64_t n = left < kBlock ? left : kBlock;
-      Acc acc[kBlock];
-      Win win[Red::is_cmp ? kBlock : 1];
-      init(n, acc, win);
-      fold(g, pb, pe, limit, j0, n, acc, win);
-      sink(j0, n, acc, win);
-      return n;
+      if (left < W) {
+        if constexpr (W > kNarrow) return block<Wide, W / 2>(g, pb, pe, limit, j0, sink);
+        if constexpr (!Bcast && !Red::is_cmp) return narrow(g, pb, pe, limit, j0, left, sink);
+      }
     }
+    if constexpr (Wide && kFixed && W >= kNarrow) {
+      if (left >= W) {
+        const std::integral_constant<int64_t, W> n{};
+        Acc acc[W];
+        Win win[Red::is_cmp ? W : 1];
+        init(n, acc, win);
+        fold(g, pb, pe, limit, j0, n, acc, win);
+        sink(j0, n, acc, win);
+        return W;
+      }
+    }
+    const int64_t n = left < kBlock ? left : kBlock;
+    Acc acc[kBlock];
+    Win win[Red::is_cmp ? kBlock : 1];
+    init(n, acc, win);
+    fold(g, pb, pe, limit, j0, n, acc, win);
+    sink(j0, n, acc, win);
+    return n;
+  }
+
+  // The last `left` < kNarrow features of a sum without broadcast, in one pass over its edges:
+  // kNarrow accumulators in registers (the loop over them is unrolled), the ones past `left`
+  // skipped by a branch that every edge takes the same way. Halving blocks would gather every
+  // source row once per power of two in `left`; a runtime-width block keeps the accumulators
+  // in memory. (max/min measured slower this way at 5 features: their compare-and-select
+  // does not vectorize around the branch, so they keep the runtime-width block.)
+  template <typename Sink>
+  UG_INLINE static int64_t narrow(const G& g, int64_t pb, int64_t pe, int64_t limit, int64_t j0, int64_t left,
+                                  Sink&& sink) {
+    Acc acc[kNarrow];
+    Win* no_win = nullptr;
+    init(std::integral_constant<int64_t, kNarrow>{}, acc, no_win);
+    for (int64_t p = pb; p < pe; ++p) {
+      if (g.prefetch && p + kAhead < limit) Msg::prefetch(g, p + kAhead, j0, left);
+      const T* a = Op::use_lhs ? g.a.at(p) + j0 : nullptr;
+      const T* b = Op::use_rhs ? g.b.at(p) + j0 : nullptr;
+#pragma GCC unroll 16
+      for (int64_t j = 0; j < kNarrow; ++j) {
+        if (j < left) {
+          const Acc m = Msg::template element<1, 1>(a, b, j);
+          acc[j] += m;
+        }
+      }
+    }
+    sink(j0, left, acc, no_win);
+    return left;
   }
 
   // Everything done for a segment before the barrier: each row it holds edges of, in order.

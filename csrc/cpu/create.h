@@ -27,7 +27,7 @@ struct Create {
   UG_INLINE static void positions_impl(const G& g, int64_t pb, int64_t pe) {
     const int64_t n = g.out_len;
     for (int64_t p = pb; p < pe; ++p) {
-      if (p + kAhead < pe) Msg::prefetch(g, p + kAhead, 0, n);
+      if (g.prefetch && p + kAhead < pe) Msg::prefetch(g, p + kAhead, 0, n);
       const T* a = Op::use_lhs ? g.a.at(p) : nullptr;
       const T* b = Op::use_rhs ? g.b.at(p) : nullptr;
       T* c = g.c + (g.out_index ? int64_t(g.out_index[p]) : p) * n;

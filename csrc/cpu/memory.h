@@ -1,8 +1,10 @@
-// Output memory: getting fresh output pages faulted in cheaply.
+// Memory: getting fresh output pages faulted in cheaply, and whether gathers need prefetching.
 #ifndef UGRAPH_CPU_MEMORY_H_
 #define UGRAPH_CPU_MEMORY_H_
 
 #include <cstdint>
+
+#include "ugraph/params.h"
 
 namespace ugraph {
 namespace cpu {
@@ -16,6 +18,13 @@ namespace cpu {
 void advise_huge_pages(void* data, int64_t bytes);
 
 constexpr int64_t kHugeOutputBytes = int64_t(16) << 20;
+
+// Bytes of the operands that a kernel gathers through an index (src rows, or edge rows through
+// eid), which the hardware prefetchers cannot follow.
+int64_t gathered_bytes(const UgParams& p);
+
+// The per-core L2 size (1 MiB where the OS does not say). Read once.
+int64_t l2_cache_bytes();
 
 }  // namespace cpu
 }  // namespace ugraph
