@@ -172,25 +172,23 @@ struct Aggregate : RowStore<T, I, Red> {
   UG_INLINE static int64_t block(const G& g, int64_t pb, int64_t pe, int64_t limit, int64_t j0, Sink&& sink) {
     const int64_t left = g.out_len - j0;
     if constexpr (Wide && kFixed && W >= kNarrow) {
-      if (left < W) {
-        if constexpr (W > kNarrow) return block<Wide, W / 2>(g, pb, pe, limit, j0, sink);
-        if constexpr (!Bcast && !Red::is_cmp) return narrow(g, pb, pe, limit, j0, left, sink);
-      }
-    }
-    if constexpr (Wide && kFixed && W >= kNarrow) {
       if (left >= W) {
-        const std::integral_constant<int64_t, W> n{};
         Acc acc[W];
         Win win[Red::is_cmp ? W : 1];
-        init(n, acc, win);
-        fold(g, pb, pe, limit, j0, n, acc, win);
-        sink(j0, n, acc, win);
-        return W;
+        return reduce(g, pb, pe, limit, j0, std::integral_constant<int64_t, W>{}, acc, win, sink);
       }
+      if constexpr (W > kNarrow) return block<Wide, W / 2>(g, pb, pe, limit, j0, sink);
+      if constexpr (!Bcast && !Red::is_cmp) return narrow(g, pb, pe, limit, j0, left, sink);
     }
-    const int64_t n = left < kBlock ? left : kBlock;
     Acc acc[kBlock];
     Win win[Red::is_cmp ? kBlock : 1];
+    return reduce(g, pb, pe, limit, j0, left < kBlock ? left : kBlock, acc, win, sink);
+  }
+
+  // One block of n features (a fixed or a runtime width) in the caller's accumulator.
+  template <typename N, typename Sink>
+  UG_INLINE static int64_t reduce(const G& g, int64_t pb, int64_t pe, int64_t limit, int64_t j0, N n, Acc* acc,
+                                  Win* win, Sink&& sink) {
     init(n, acc, win);
     fold(g, pb, pe, limit, j0, n, acc, win);
     sink(j0, n, acc, win);
