@@ -318,6 +318,25 @@ def ugraph_share(fn) -> float:
     return s["intercepted"] / s["calls"] if s["calls"] else float("nan")
 
 
+def results_on_and_off(model, g, feat, labels, state, mode):
+    """(the function to time, its results with the plugin on, the same with it off) for one mode;
+    training results are the output and every gradient from `state` (the model is left there)."""
+    import dgl_ugraph
+
+    if mode == "inference":
+        fn = inference_fn(model, g, feat)
+        with dgl_ugraph.disabled():
+            ref = [fn()]
+        dgl_ugraph.enable()
+        return fn, [fn()], ref
+    with dgl_ugraph.disabled():
+        ref = training_result(model, g, feat, labels, state)
+    dgl_ugraph.enable()
+    ours = training_result(model, g, feat, labels, state)
+    model.load_state_dict(state)
+    return training_fn(model, g, feat, labels), ours, ref
+
+
 def bench_case(model_name, gname, loaded, args, device_name) -> List[dict]:
     import dgl_ugraph
 
@@ -329,19 +348,7 @@ def bench_case(model_name, gname, loaded, args, device_name) -> List[dict]:
     state = {k: v.clone() for k, v in model.state_dict().items()}
     rows = []
     for mode in args.modes:
-        if mode == "inference":
-            fn = inference_fn(model, g, feat)
-            with dgl_ugraph.disabled():
-                ref = [fn()]
-            dgl_ugraph.enable()
-            ours = [fn()]
-        else:
-            with dgl_ugraph.disabled():
-                ref = training_result(model, g, feat, labels, state)
-            dgl_ugraph.enable()
-            ours = training_result(model, g, feat, labels, state)
-            model.load_state_dict(state)
-            fn = training_fn(model, g, feat, labels)
+        fn, ours, ref = results_on_and_off(model, g, feat, labels, state, mode)
         maxdiff, ok = parity(ours, ref)
         share = ugraph_share(fn)
         impls = {"dgl": fn, "ugraph": fn}
@@ -1172,8 +1179,6 @@ def recheck_parity(args):
     """For each case whose float32 parity failed, runs the same check in float64: if dgl_ugraph
     and DGL then agree to ~1e-12, the float32 difference is rounding (summation order) amplified
     by the model (GIN's five train-mode BatchNorms), not a wrong result."""
-    import dgl_ugraph
-
     path = pathlib.Path(args.out or ROOT / "bench" / "models.csv")
     rows = list(csv.DictReader(open(path, newline="")))
     failed = sorted({(r["model"], r["graph"], r["mode"]) for r in rows if r["parity_ok"] == "0"})
@@ -1191,17 +1196,7 @@ def recheck_parity(args):
         feat = feat.double()
         g = make_dgl_graph(src, dst, n, prepare)
         state = {k: v.clone() for k, v in model.state_dict().items()}
-        if mode == "inference":
-            fn = inference_fn(model, g, feat)
-            with dgl_ugraph.disabled():
-                ref = [fn()]
-            dgl_ugraph.enable()
-            ours = [fn()]
-        else:
-            with dgl_ugraph.disabled():
-                ref = training_result(model, g, feat, labels, state)
-            dgl_ugraph.enable()
-            ours = training_result(model, g, feat, labels, state)
+        _, ours, ref = results_on_and_off(model, g, feat, labels, state, mode)
         d, ok = parity(ours, ref, 1e-10)
         found[(model_name, gname, mode)] = f"{d:.3g}"
         print(f"{model_name:9} {gname:28} {mode:9} float64 maxdiff {d:.2e} {'ok' if ok else 'FAIL'}", flush=True)
