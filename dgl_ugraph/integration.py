@@ -3,8 +3,10 @@
 DGL's PyTorch backend (dgl/backend/pytorch/sparse.py) binds `_gspmm`, `_gsddmm` and their
 heterograph twins from dgl._sparse_ops at import time, and its autograd functions (GSpMM, GSDDMM,
 EdgeSoftmax, ...) look those module globals up on every call, forward and backward. Replacing the
-globals there reroutes update_all/apply_edges with builtins, dgl.ops, the CUDA edge_softmax and
-every backward pass; patching dgl._sparse_ops would change nothing.
+globals there reroutes update_all/apply_edges with builtins, dgl.ops, edge_softmax and every
+backward pass; patching dgl._sparse_ops would change nothing. (On CPU, EdgeSoftmax calls fused
+kernels of DGL's, `_edge_softmax_forward/_backward`; they are replaced by the same gspmm/gsddmm
+calls its CUDA branch makes.)
 
 Each call is recognized once per (graph, signature): the switching table maps DGL's
 (op, reduce_op, targets) to uGrapher's op_info, and the operands' dtype, device, rows and
@@ -36,7 +38,12 @@ _SIGNATURES = {
     "_gsddmm": ("gidx", "op", "lhs", "rhs", "lhs_target", "rhs_target"),
     "_gspmm_hetero": ("gidx", "op", "reduce_op", "u_len", "u_and_e_tuple"),
     "_gsddmm_hetero": ("gidx", "op", "lhs_len", "lhs_target", "rhs_target", "lhs_and_rhs_tuple"),
+    # EdgeSoftmax's CPU branch (its CUDA branch already calls _gspmm/_gsddmm). Replaced where this
+    # DGL has them; a DGL without them keeps the rest.
+    "_edge_softmax_forward": ("gidx", "e", "op"),
+    "_edge_softmax_backward": ("gidx", "out", "sds"),
 }
+_OPTIONAL = frozenset({"_edge_softmax_forward", "_edge_softmax_backward"})
 # DGL's CPU kernels refuse float16 ("Feature data can only be bfloat16/float32/float64 on CPU").
 _DTYPES = {"cpu": (torch.float32, torch.float64, torch.bfloat16),
            "cuda": (torch.float32, torch.float64, torch.float16, torch.bfloat16)}
@@ -75,6 +82,8 @@ def _check_dgl():
 
     for name, params in _SIGNATURES.items():
         func = getattr(sparse, name, None)
+        if func is None and name in _OPTIONAL:
+            continue
         if func is None:
             raise UnsupportedDGLError(f"DGL {version} has no dgl.backend.pytorch.sparse.{name}; DGL was left untouched")
         if func is _REPLACEMENTS[name]:
@@ -95,11 +104,12 @@ def enable():
         if _enabled:
             return
         sparse = _check_dgl()
-        for name in _SIGNATURES:
+        present = [name for name in _SIGNATURES if hasattr(sparse, name)]
+        for name in present:
             current = getattr(sparse, name)
             if current is not _REPLACEMENTS[name]:  # never capture ourselves as DGL's function
                 _dgl[name] = current
-        for name in _SIGNATURES:
+        for name in present:
             setattr(sparse, name, _REPLACEMENTS[name])
         _enabled = True
 
@@ -411,18 +421,26 @@ def _route(gidx, sig_key, op, lhs, rhs, run, native):
     return native()
 
 
-def _gspmm(gidx, op, reduce_op, u, e):
+def _spmm(gidx, op, reduce_op, u, e, native):
     lhs = u if op != "copy_rhs" else None
     rhs = e if op != "copy_lhs" else None
     sig_key = ("gspmm", op, reduce_op, None, _meta(lhs), _meta(rhs))
-    return _route(gidx, sig_key, op, lhs, rhs, _run_spmm, lambda: _dgl["_gspmm"](gidx, op, reduce_op, u, e))
+    return _route(gidx, sig_key, op, lhs, rhs, _run_spmm, native)
 
 
-def _gsddmm(gidx, op, lhs, rhs, lhs_target="u", rhs_target="v"):
+def _sddmm(gidx, op, lhs, rhs, lhs_target, rhs_target, native):
     used_lhs = lhs if op != "copy_rhs" else None
     used_rhs = rhs if op != "copy_lhs" else None
     sig_key = ("gsddmm", op, lhs_target, rhs_target, _meta(used_lhs), _meta(used_rhs))
-    return _route(gidx, sig_key, op, used_lhs, used_rhs, _run_sddmm,
+    return _route(gidx, sig_key, op, used_lhs, used_rhs, _run_sddmm, native)
+
+
+def _gspmm(gidx, op, reduce_op, u, e):
+    return _spmm(gidx, op, reduce_op, u, e, lambda: _dgl["_gspmm"](gidx, op, reduce_op, u, e))
+
+
+def _gsddmm(gidx, op, lhs, rhs, lhs_target="u", rhs_target="v"):
+    return _sddmm(gidx, op, lhs, rhs, lhs_target, rhs_target,
                   lambda: _dgl["_gsddmm"](gidx, op, lhs, rhs, lhs_target, rhs_target))
 
 
@@ -442,5 +460,44 @@ def _gsddmm_hetero(gidx, op, lhs_len, lhs_target="u", rhs_target="v", lhs_and_rh
     return _dgl["_gsddmm_hetero"](gidx, op, lhs_len, lhs_target, rhs_target, lhs_and_rhs_tuple)
 
 
+# ---- edge softmax on CPU -------------------------------------------------------------------------
+# DGL's CPU EdgeSoftmax runs fused kernels of its own (4x slower here than the calls below on
+# pubmed with 8 heads). dgl_ugraph computes the softmax as DGL's CUDA branch does: max, sub and
+# exp, sum, div forward; sum and mul backward. If any of those calls would not run on dgl_ugraph
+# (an unsupported dtype or graph, or a kernel that failed), DGL's fused kernel computes the whole
+# softmax, so a fallback gives exactly DGL's result.
+
+
+class _NotHere(Exception):
+    """A call of the softmax chain would run on DGL."""
+
+
+def _not_here():
+    raise _NotHere
+
+
+def _edge_softmax_forward(gidx, e, op):
+    score = e.unsqueeze(-1) if e.dim() == 1 else e
+    try:
+        if op != "copy_rhs":
+            raise _NotHere
+        score_max = _spmm(gidx, "copy_rhs", "max", None, score, _not_here)[0]
+        score = torch.exp(_sddmm(gidx, "sub", score, score_max, "e", "v", _not_here))
+        score_sum = _spmm(gidx, "copy_rhs", "sum", None, score, _not_here)[0]
+        out = _sddmm(gidx, "div", score, score_sum, "e", "v", _not_here)
+    except _NotHere:
+        return _dgl["_edge_softmax_forward"](gidx, e, op)
+    return out.squeeze(-1) if e.dim() == 1 else out
+
+
+def _edge_softmax_backward(gidx, out, sds):
+    try:
+        accum = _spmm(gidx, "copy_rhs", "sum", None, sds, _not_here)[0]
+        return sds - _sddmm(gidx, "mul", out, accum, "e", "v", _not_here)
+    except _NotHere:
+        return _dgl["_edge_softmax_backward"](gidx, out, sds)
+
+
 _REPLACEMENTS = {"_gspmm": _gspmm, "_gsddmm": _gsddmm, "_gspmm_hetero": _gspmm_hetero,
-                 "_gsddmm_hetero": _gsddmm_hetero}
+                 "_gsddmm_hetero": _gsddmm_hetero, "_edge_softmax_forward": _edge_softmax_forward,
+                 "_edge_softmax_backward": _edge_softmax_backward}

@@ -129,7 +129,7 @@ def markdown_table() -> str:
     for row in table()["unsupported"]:
         lines.append(f"| `{row['dgl']}` | runs on DGL | {row['reason']} |")
     for name, entry in builtins.items():
-        note = entry.get("unsupported") or (entry.get("note") if "calls_cuda" in entry or entry.get("calls") == [] else None)
+        note = entry.get("unsupported") or (entry.get("note") if entry.get("calls") == [] else None)
         if note:
             lines.append(f"| `{name}` | {'runs on DGL' if 'unsupported' in entry else 'see note'} | {note} |")
     return "\n".join(lines)

@@ -246,17 +246,18 @@ def _call(impl, fn):
     return fn()
 
 
-# The Amdahl bound of any gspmm/gsddmm replacement: DGL's program with every gspmm/gsddmm call
-# answered by a copy of the result recorded from a real run (a kernel must at least write its
-# output, so the copy is the floor). baseline ms / this ms is the most the plugin could gain.
+# The Amdahl bound of any replacement of what the plugin replaces: DGL's program with every
+# gspmm/gsddmm call (and, on CPU, every fused edge-softmax call) answered by a copy of the result
+# recorded from a real run (a kernel must at least write its output, so the copy is the floor).
+# baseline ms / this ms is the most the plugin could gain.
 SPARSE_FREE = "dgl_sparse_free"
 
 
 class SparseFree:
-    """Records the results of one run's gspmm/gsddmm calls (in call order), then answers the same
+    """Records the results of one run's sparse calls (in call order), then answers the same
     calls of later runs with copies of them."""
 
-    NAMES = ("_gspmm", "_gsddmm")
+    NAMES = ("_gspmm", "_gsddmm", "_edge_softmax_forward", "_edge_softmax_backward")
 
     def __init__(self, fn):
         self.fn, self.results = fn, []
@@ -267,9 +268,9 @@ class SparseFree:
 
         @contextlib.contextmanager
         def ctx():
-            saved = {n: getattr(sparse, n) for n in self.NAMES}
+            saved = {n: getattr(sparse, n) for n in self.NAMES if hasattr(sparse, n)}
             try:
-                for n in self.NAMES:
+                for n in saved:
                     setattr(sparse, n, make(saved[n]))
                 yield
             finally:

@@ -72,6 +72,8 @@ def dgl_op(name):
     parts = name.split("_")
 
     def run(g, x):
+        if name == "edge_softmax":
+            return func(g, x["e"])
         if name.startswith("copy_"):
             return func(g, x[parts[1]])
         if len(parts) == 4:  # u_op_e_reduce
@@ -88,7 +90,7 @@ def builtin_runners():
         runners[f"apply_edges(fn.{msg})"] = apply_edges(msg)
     for name in dgl_ops_names():
         entry = patterns.builtin_lowering().get(f"dgl.ops.{name}", {})
-        if "calls" in entry and "calls_cuda" not in entry:  # edge_softmax has its own test
+        if "calls" in entry:
             runners[f"dgl.ops.{name}"] = dgl_op(name)
     return runners
 
@@ -162,13 +164,55 @@ def test_generic_gsddmm_reaches_only_mapped_rows(op, lhs, rhs):
         assert key in patterns.mapped() and counts["fallback"] == 0, (key, counts)
 
 
-def test_cpu_edge_softmax_stays_on_dgl_fused_kernel():
-    g, x = graph(), features()
+@pytest.mark.parametrize("shape", [(), (4, 1), (2, 3)], ids=["1d", "heads", "2d"])
+@pytest.mark.parametrize("norm_by", ["dst", "src"])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64], ids=["f32", "f64"])
+def test_cpu_edge_softmax_equals_dgl_fused_kernel(shape, norm_by, dtype):
+    """On CPU DGL's EdgeSoftmax calls fused kernels of its own; with the plugin on they become the
+    four calls of DGL's CUDA branch (two backward), all on dgl_ugraph, with DGL's values and
+    gradients. The graph has zero in-degree (and zero out-degree) nodes and a hub."""
+    gen = torch.Generator().manual_seed(5)
+    src = torch.cat([torch.randint(0, 50, (400,), generator=gen), torch.zeros(60, dtype=torch.int64)])
+    dst = torch.cat([torch.randint(0, 45, (400,), generator=gen), torch.randint(0, 45, (60,), generator=gen)])
+    g = dgl.graph((src, dst), num_nodes=60)
+    score = torch.randn((g.num_edges(),) + shape, generator=gen, dtype=dtype) * 4
+    grad = torch.randn(score.shape, generator=gen, dtype=dtype)
+
+    def run():
+        x = score.clone().requires_grad_()
+        out = dgl.ops.edge_softmax(g, x, norm_by=norm_by)
+        (out * grad).sum().backward()
+        return out.detach(), x.grad
+
     dgl_ugraph.reset_stats()
-    dgl.ops.edge_softmax(g, x["e"]).sum().backward()
-    assert seen_patterns() == {}
-    cuda_calls = patterns.builtin_lowering()["dgl.ops.edge_softmax"]["calls_cuda"]
-    assert all(key in patterns.mapped() for key in cuda_calls)
+    ours = run()
+    seen = seen_patterns()
+    with dgl_ugraph.disabled():
+        theirs = run()
+    tol = dict(rtol=1e-5, atol=1e-6) if dtype == torch.float32 else dict(rtol=1e-12, atol=1e-13)
+    for a, b in zip(ours, theirs):
+        torch.testing.assert_close(a, b, **tol)
+    want = set(patterns.builtin_lowering()["dgl.ops.edge_softmax"]["calls"]) | {"gsddmm:mul:-:e:v"}
+    assert set(seen) == want and all(c["fallback"] == 0 for c in seen.values()), seen
+
+
+def test_cpu_edge_softmax_on_edge_subsets_and_fallback_dtypes():
+    """eids select the edges softmax normalizes (DGL takes an edge subgraph first); a dtype the
+    plugin does not run on CPU keeps DGL's fused kernel whole."""
+    g = dgl.rand_graph(40, 300)
+    x = torch.randn(300, 2)
+    eids = torch.arange(0, 300, 3)
+    ours = dgl.ops.edge_softmax(g, x[eids], eids=eids)
+    with dgl_ugraph.disabled():
+        theirs = dgl.ops.edge_softmax(g, x[eids], eids=eids)
+    torch.testing.assert_close(ours, theirs, rtol=1e-5, atol=1e-6)
+    dgl_ugraph.reset_stats()
+    half = x.to(torch.float16)
+    with pytest.raises(Exception) as ours_err:
+        dgl.ops.edge_softmax(g, half)
+    with dgl_ugraph.disabled(), pytest.raises(Exception) as dgl_err:
+        dgl.ops.edge_softmax(g, half)
+    assert type(ours_err.value) is type(dgl_err.value)
 
 
 def test_unknown_keys_have_reasons():
