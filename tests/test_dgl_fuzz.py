@@ -21,7 +21,7 @@ import dgl_ugraph
 from dgl.backend.pytorch import sparse
 from dgl_ugraph import integration
 
-CASES = {"gspmm": 800, "gsddmm": 800, "update_all": 400}  # >= 2,000 per run
+CASES = {"gspmm": 800, "gsddmm": 800, "update_all": 400, "edge_softmax": 200}  # >= 2,000 per run
 ran = {name: 0 for name in CASES}
 # (rtol, atol as a share of the tensor's largest magnitude): summation order is free
 TOL = {torch.float64: (1e-9, 1e-12), torch.float32: (1e-5, 1e-5), torch.bfloat16: (2e-2, 2e-2)}
@@ -314,6 +314,33 @@ def check_update_all(graphs, msg, red, dtype, width, seed):
         assert (ours is None) == (theirs is None)
         if ours is not None:
             assert_close(ours, theirs, dtype, f"update_all {msg}/{red} gradient")
+
+
+@settings(FUZZ, max_examples=CASES["edge_softmax"])
+@given(graphs=graphs(), shape=st.sampled_from([(), (1,), (3,), (2, 1), (2, 3)]), norm_by=st.sampled_from(["dst", "src"]),
+       dtype=st.sampled_from([torch.float32, torch.float64]), seed=st.integers(0, 2 ** 30))
+def test_fuzz_edge_softmax(graphs, shape, norm_by, dtype, seed):
+    """On CPU, DGL's fused edge-softmax kernels against the plugin's gspmm/gsddmm chain."""
+    ran["edge_softmax"] += 1
+    g = graphs[0]
+    if g.is_block:
+        return  # DGL's edge_softmax takes graphs whose sources are their destinations
+    gen = torch.Generator().manual_seed(seed)
+    score = (torch.randn((g.num_edges(),) + shape, generator=gen, dtype=torch.float64) * 4).to(dtype)
+    grad = torch.randn(score.shape, generator=gen, dtype=torch.float64).to(dtype)
+
+    def run(gr):
+        x = score.clone().requires_grad_()
+        out = dgl.ops.edge_softmax(gr, x, norm_by=norm_by)
+        (out * grad).sum().backward()
+        return out.detach(), x.grad
+
+    try:
+        (out, out_grad), (ref, ref_grad) = run_both(run, graphs)
+    except Raised:
+        return
+    assert_close(out, ref, dtype, "edge_softmax value")
+    assert_close(out_grad, ref_grad, dtype, "edge_softmax gradient")
 
 
 def test_fuzz_volume():
