@@ -754,15 +754,20 @@ class TorchSparse:
             return t.index_select(0, g.dst)
         return t
 
+    @staticmethod
+    def _operands(op, lhs, rhs):
+        """The operands the op reads, 1-D ones as columns, and whether the result is 1-D."""
+        lhs = lhs if op != "copy_rhs" else None
+        rhs = rhs if op != "copy_lhs" else None
+        squeeze = (lhs is None or lhs.dim() == 1) and (rhs is None or rhs.dim() == 1)
+
+        def column(t):
+            return t.unsqueeze(-1) if t is not None and t.dim() == 1 else t
+        return column(lhs), column(rhs), squeeze
+
     def gspmm(self, op, reduce_op, u, e):
         g = self.g
-        lhs = u if op != "copy_rhs" else None
-        rhs = e if op != "copy_lhs" else None
-        squeeze = (lhs is None or lhs.dim() == 1) and (rhs is None or rhs.dim() == 1)
-        if lhs is not None and lhs.dim() == 1:
-            lhs = lhs.unsqueeze(-1)
-        if rhs is not None and rhs.dim() == 1:
-            rhs = rhs.unsqueeze(-1)
+        lhs, rhs, squeeze = self._operands(op, u, e)
         if reduce_op == "sum" and lhs is not None and lhs.dim() == 2 and lhs.dtype in (torch.float32, torch.float64):
             if op == "copy_lhs":
                 out = torch.sparse.mm(g.csr(), lhs)
@@ -795,13 +800,7 @@ class TorchSparse:
         return (out.squeeze(-1) if squeeze else out), (arg_u, arg_e)
 
     def gsddmm(self, op, lhs, rhs, lhs_target, rhs_target):
-        lhs = lhs if op != "copy_rhs" else None
-        rhs = rhs if op != "copy_lhs" else None
-        squeeze = (lhs is None or lhs.dim() == 1) and (rhs is None or rhs.dim() == 1)
-        if lhs is not None and lhs.dim() == 1:
-            lhs = lhs.unsqueeze(-1)
-        if rhs is not None and rhs.dim() == 1:
-            rhs = rhs.unsqueeze(-1)
+        lhs, rhs, squeeze = self._operands(op, lhs, rhs)
         x, y = self._gather(lhs, lhs_target), self._gather(rhs, rhs_target)
         if op == "copy_lhs":
             out = x

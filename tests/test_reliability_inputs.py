@@ -2,7 +2,6 @@
 with DGL's own exception (or a clearer one from the kernel API), and never with a crash, a hang
 or a wrong result. Each test compares dgl_ugraph on with DGL alone (the plugin disabled).
 """
-import re
 import warnings
 
 import pytest
@@ -16,6 +15,7 @@ import dgl_ugraph
 from dgl.backend.pytorch import sparse
 from dgl_ugraph import OpInfo, UGraph, _ext, integration, ugrapher
 from dgl_ugraph.ops import prepare
+from tests.dgl_errors import same_error
 from tests.reference import reference
 
 needs_core = pytest.mark.skipif(_ext.LOAD_ERROR is not None, reason=str(_ext.LOAD_ERROR))
@@ -37,19 +37,6 @@ def small_graph(seed=0, nodes=30, edges=120, idtype=torch.int64):
 
 def reasons(key):
     return dgl_ugraph.stats()["patterns"].get(key, {"reasons": {}})["reasons"]
-
-
-def same_error(call):
-    """call() raises the same exception type and first line with dgl_ugraph on as DGL alone."""
-    with pytest.raises(Exception) as ours:
-        call()
-    with dgl_ugraph.disabled():
-        with pytest.raises(Exception) as theirs:
-            call()
-    assert ours.type is theirs.type, (ours.value, theirs.value)
-    first = [re.sub(r"^\[\d\d:\d\d:\d\d\] ", "", str(e.value).splitlines()[0]) for e in (ours, theirs)]
-    assert first[0] == first[1]  # DGL's C++ messages start with the time of day
-    return theirs.value
 
 
 def on_and_off(call):
