@@ -6,8 +6,10 @@
 #include <cstdint>
 #include <string>
 
+#include "common/validate.h"
 #include "forest.h"
 #include "ugraph/api.h"
+#include "ugraph/capability.h"
 
 namespace py = pybind11;
 
@@ -26,6 +28,44 @@ void raise_on(int status, const char* what, const char* detail) {
   if (status == UG_ERR_INVALID) throw py::value_error(msg);
   if (status == UG_ERR_UNSUPPORTED) throw py::type_error(msg);
   throw std::runtime_error(msg);
+}
+
+template <size_t N>
+py::list names(const char* const (&all)[N], uint32_t mask = ~uint32_t(0)) {
+  py::list out;
+  for (size_t i = 0; i < N; ++i)
+    if (mask & ugraph::bit(static_cast<int>(i))) out.append(all[i]);
+  return out;
+}
+
+// ugraph/capability.h as data: the enums' names, the rules, and what this build compiled.
+py::dict capabilities() {
+  py::dict caps;
+  caps["strategies"] = names(ugraph::kStrategyNames);
+  caps["dtypes"] = names(ugraph::kDTypeNames);
+  caps["gather_ops"] = names(ugraph::kGatherNames);
+  py::list rules;
+  for (const UgRule& r : ugraph::kRules) {
+    py::dict rule;
+    rule["strategies"] = names(ugraph::kStrategyNames, r.strategies);
+    rule["gather_ops"] = names(ugraph::kGatherNames, r.gather_ops);
+    rule["dtypes"] = names(ugraph::kDTypeNames, r.dtypes);
+    rule["min_edges"] = r.min_edges;
+    rule["only_deterministic"] = bool(r.only_deterministic);
+    rule["why"] = r.why;
+    rules.append(rule);
+  }
+  caps["rules"] = rules;
+  py::list compiled;
+#ifdef UGRAPH_WITH_CUDA
+  const uint32_t keys = ug_cuda_compiled_keys();
+  for (int s = 0; s < ugraph::kNumStrategies; ++s)
+    for (int d = 0; d < ugraph::kNumDTypes; ++d)
+      if (keys & ugraph::bit(s * ugraph::kNumDTypes + d))
+        compiled.append(py::make_tuple(ugraph::kStrategyNames[s], ugraph::kDTypeNames[d]));
+#endif
+  caps["compiled"] = compiled;
+  return caps;
 }
 
 }  // namespace
@@ -54,6 +94,16 @@ PYBIND11_MODULE(_C, m) {
   def_ptr(params, "a_off", &UgParams::a_off);
   def_ptr(params, "b_off", &UgParams::b_off);
   def_ptr(params, "workspace", &UgParams::workspace);
+
+  // The validator both cores run (common/validate.h), for tests that hold them to one answer.
+  // "cpu" also reads indptr and the broadcast offsets, so they must be host memory.
+  m.def("validate", [](const UgParams& p, const std::string& backend) {
+    if (backend != "cpu" && backend != "cuda") throw py::value_error("backend must be 'cpu' or 'cuda'");
+    std::string why;
+    const int status = ugraph::validate(p, backend == "cpu" ? ugraph::Backend::kCpu : ugraph::Backend::kCuda, &why);
+    return py::make_tuple(status, why);
+  });
+  m.def("capabilities", &capabilities);
 
   m.def("run_cpu", [](const UgParams& p) {
     int status;

@@ -1,5 +1,5 @@
-"""Hash of everything a libugraph_cuda.so is built from: the CUDA sources, the shared headers
-and the build switches. CMake embeds it into the library; `--of-library` reads it back."""
+"""Hash of everything a libugraph_cuda.so is built from: the CUDA sources, the shared headers,
+the host code both cores share (csrc/common) and the build switches. CMake embeds it into the library; `--of-library` reads it back."""
 import argparse
 import ctypes
 import hashlib
@@ -11,9 +11,9 @@ CSRC = pathlib.Path(__file__).resolve().parent
 
 def source_hash(archs: str, strategies: str, dtypes: str) -> str:
     h = hashlib.sha256()
-    files = sorted(list((CSRC / "cuda").rglob("*")) + list((CSRC / "include").rglob("*")))
+    files = sorted([f for d in ("cuda", "include", "common") for f in (CSRC / d).rglob("*")])
     for f in files:
-        if f.is_file() and f.suffix in {".cu", ".cuh", ".h", ".txt", ".py"}:
+        if f.is_file() and f.suffix in {".cu", ".cuh", ".h", ".cpp", ".txt", ".py"}:
             h.update(str(f.relative_to(CSRC)).encode())
             h.update(f.read_bytes())
     h.update(f"{archs}|{strategies}|{dtypes}".encode())

@@ -2,6 +2,7 @@
 fall back to DGL's own kernels with one warning."""
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import Optional
 
 try:
@@ -22,13 +23,16 @@ def has_cuda() -> bool:
     return _C is not None and bool(_C.build_info()["cuda"])
 
 
+@lru_cache(maxsize=None)
+def capabilities() -> dict:
+    """csrc/include/ugraph/capability.h as data: the names of params.h's enums, the rules that
+    say what each CUDA strategy cannot run, and the (strategy, dtype) keys compiled in. Without
+    a compiled core: no rules and no keys."""
+    if _C is None:
+        return {"strategies": [], "dtypes": [], "gather_ops": [], "rules": [], "compiled": []}
+    return _C.capabilities()
+
+
 def compiled_cuda_keys() -> frozenset:
     """(strategy, dtype-name) pairs compiled into the CUDA core."""
-    if not has_cuda():
-        return frozenset()
-    keys = set()
-    for item in _C.build_info()["cuda_build"].split("kernels=", 1)[-1].split(";")[0].split(","):
-        if "/" in item:
-            strategy, dtype = item.strip().split("/")
-            keys.add((strategy, dtype))
-    return frozenset(keys)
+    return frozenset(tuple(key) for key in capabilities()["compiled"])

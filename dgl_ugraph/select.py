@@ -1,6 +1,7 @@
 """Selection of a parallel strategy: a pure function of the operator signature and the graph.
 
-Each strategy states why it cannot run a case (`why_not`); the choice is the override
+Each strategy states why it cannot run a case (`why_not`, from the rules of the compiled core's
+capability table, csrc/include/ugraph/capability.h); the choice is the override
 (DGL_UGRAPH_STRATEGY), else the predictor's, else the heuristic's, always among the strategies
 that can run the case.
 """
@@ -12,11 +13,16 @@ from typing import List, Optional
 
 import torch
 
+from . import _ext
 from .abstraction import STRATEGIES, ParallelInfo
 from .graph import DegreeStats
 
 DTYPE_NAMES = {torch.float32: "f32", torch.float64: "f64", torch.float16: "f16", torch.bfloat16: "bf16"}
-ATOMIC_STRATEGIES = ("thread_edge", "warp_edge")
+DTYPE_BYTES = {torch.float32: 4, torch.float64: 8, torch.float16: 2, torch.bfloat16: 2}
+# The strategies whose sums depend on the order of atomics: those of the core's
+# deterministic-mode rule.
+ATOMIC_STRATEGIES = tuple(sorted({s for rule in _ext.capabilities()["rules"] if rule["only_deterministic"]
+                                  for s in rule["strategies"]}, key=STRATEGIES.index))
 
 
 @dataclass(frozen=True)
@@ -48,17 +54,11 @@ def why_not(strategy: str, sig: Signature, num_edges: int, compiled: frozenset) 
     """None if `strategy` can run the case, else the reason it cannot."""
     if (strategy, DTYPE_NAMES[sig.dtype]) not in compiled:
         return f"{strategy} for {DTYPE_NAMES[sig.dtype]} is not compiled into this build"
-    aggregating = sig.gather_op != "none"
-    if strategy in ATOMIC_STRATEGIES and aggregating:
-        # max/min combine packed (value, position) keys, whose result does not depend on the
-        # order of the atomics; only sums do.
-        if sig.gather_op == "sum" and deterministic():
-            return f"{strategy} adds with atomics in no fixed order, and deterministic mode is on"
-        if sig.gather_op in ("max", "min"):
-            if sig.dtype == torch.float64:
-                return f"{strategy} packs a max/min value and its position into one 64-bit atomic; float64 does not fit"
-            if num_edges >= 2 ** 32:
-                return f"{strategy} packs edge positions into 32 bits; this graph has {num_edges} edges"
+    for rule in _ext.capabilities()["rules"]:
+        if (strategy in rule["strategies"] and sig.gather_op in rule["gather_ops"]
+                and DTYPE_NAMES[sig.dtype] in rule["dtypes"] and num_edges >= rule["min_edges"]
+                and (not rule["only_deterministic"] or deterministic())):
+            return f"{strategy} {rule['why']}"
     return None
 
 
@@ -67,27 +67,33 @@ def candidates(sig: Signature, num_edges: int, compiled: frozenset) -> List[str]
 
 
 def heuristic(sig: Signature, stats: DegreeStats, allowed: List[str]) -> ParallelInfo:
-    """The rule that serves when no learned model fits, read off the H100 grid searches in
-    bench/kernels*_search*.csv.gz (there it lands within 0.89-0.99x of the best configuration,
-    geomean; in-sample, and without heavily skewed graphs):
-    - message creation: one thread per 4 edges and 8-32 feature tiles; a dot over 32 or more
-      products takes a warp per edge, its lanes splitting the products;
-    - aggregation: one thread per 4 destination rows and about width/2 tiles, so each thread
-      keeps two accumulators and no atomics are needed; rows with thousands of in-edges would
-      serialise a vertex-parallel worker, so strongly skewed graphs go edge-parallel.
-    The first strategy of the preferred order that `allowed` holds wins."""
-    if sig.gather_op == "none":
-        if sig.edge_op == "dot" and sig.reduce_size >= 32:
+    """The rule that serves when no learned model fits. The first strategy of the preferred order
+    that `allowed` holds wins.
+    - Every op but dot runs best on the warp strategies' teams (csrc/cuda/team.cuh): lanes sized
+      to the row, 16-byte accesses, several edges in flight. Aggregation takes warp_vertex (one
+      row per team, no atomics) unless a few rows hold far more edges than the mean, which would
+      serialise their teams: then warp_edge, whose teams take 64 positions each whatever the
+      rows. Message creation takes warp_edge with 16 positions per team. Tiles: one per slab of
+      32 lanes x 16 bytes, so a wide row spreads over as many teams.
+    - A dot keeps the rule read off the H100 grid searches of the first kernels
+      (bench/kernels*_search*.csv.gz): one thread per 4 edges and 8-32 tiles, or, over 32 or more
+      products, a warp per 16 edges whose lanes split the products."""
+    slabs = -(-sig.out_len * DTYPE_BYTES[sig.dtype] // (32 * 16))
+    if sig.edge_op == "dot":
+        if sig.reduce_size >= 32:
             order, grouping, tiling = ["warp_edge", "thread_edge", "warp_vertex", "thread_vertex"], 16, 2
         else:
             order, grouping = ["thread_edge", "warp_edge", "thread_vertex", "warp_vertex"], 4
             tiling = min(32, max(8, sig.out_len // 8))
+    elif sig.gather_op == "none":
+        order, grouping, tiling = ["warp_edge", "warp_vertex", "thread_edge", "thread_vertex"], 16, slabs
     else:
-        skewed = stats.max > max(1024.0, 64.0 * stats.mean)
-        order = ["thread_edge", "thread_vertex", "warp_edge", "warp_vertex"] if skewed else \
-            ["thread_vertex", "thread_edge", "warp_vertex", "warp_edge"]
-        grouping, tiling = 4, min(64, max(1, sig.out_len // 2))
+        skewed = stats.max > max(256.0, 16.0 * stats.mean)
+        order = ["warp_edge", "warp_vertex", "thread_edge", "thread_vertex"] if skewed else \
+            ["warp_vertex", "warp_edge", "thread_vertex", "thread_edge"]
+        strategy = next(s for s in order if s in allowed)
+        return ParallelInfo(strategy, 64 if strategy == "warp_edge" else 1, max(1, min(slabs, 64)))
     strategy = next(s for s in order if s in allowed)
-    if strategy.startswith("warp"):
+    if strategy.startswith("warp") and sig.edge_op == "dot":
         tiling = min(tiling, max(1, -(-sig.out_len // 32)))
     return ParallelInfo(strategy, grouping, max(1, min(tiling, 64)))

@@ -133,18 +133,28 @@ def baselines(name, op: OpInfo, graph: UGraph):
     return out
 
 
-def search(op: OpInfo, graph: UGraph, grid, budget_factor: float = 30.0):
+def op_dtype_bytes(op: OpInfo) -> int:
+    return (op.A if op.A is not None else op.B).element_size()
+
+
+def search(op: OpInfo, graph: UGraph, grid, strategies=STRATEGIES, budget_factor: float = 30.0):
     """[(strategy, g, t, ms)] over the grid; a config slower than budget_factor x the best so
     far is timed once and not repeated (it cannot win)."""
     sig, _ = ops.signature(graph, op)
     compiled = _ext.compiled_cuda_keys()
     groupings, tilings = grid
     results, best = [], math.inf
-    for strategy in STRATEGIES:
+    for strategy in strategies:
         if why_not(strategy, sig, graph.num_edges, compiled):
             continue
-        lanes = 32 if strategy.startswith("warp") else 1
-        max_t = max(1, math.ceil(sig.width / lanes))
+        # Past this many tiles a worker owns nothing: a thread owns one element, a dot's warp a
+        # 32-element chunk, the other ops' warp teams a slab of 32 lanes x 16 bytes.
+        if not strategy.startswith("warp"):
+            max_t = max(1, sig.width)
+        elif op.edge_op == "dot":
+            max_t = max(1, math.ceil(sig.out_len / 32))
+        else:
+            max_t = max(1, math.ceil(sig.out_len * op_dtype_bytes(op) / (32 * 16)))
         for g, t in itertools.product(groupings, tilings):
             if t > max_t:
                 continue
@@ -181,6 +191,7 @@ def main():
     ap.add_argument("--ops", default=",".join(OPERATORS))
     ap.add_argument("--dtypes", default="float32")
     ap.add_argument("--grid", choices=GRIDS, default="quick")
+    ap.add_argument("--strategies", default=",".join(STRATEGIES), help="the strategies searched for ugraph_best")
     ap.add_argument("--scale", type=float, default=1.0, help="shrink the synthetic graphs (smoke runs)")
     ap.add_argument("--no-large", action="store_true")
     ap.add_argument("--no-datasets", action="store_true")
@@ -212,7 +223,7 @@ def main():
             base = dict(device=device, graph=gname, V=n, E=graph.num_edges, std_deg=round(st.std, 3), op=name, F=f,
                         dtype=str(dtype).replace("torch.", ""), bytes_compulsory=bc, bytes_noreuse=bn,
                         copy_GBps=round(copy_gbps, 1))
-            found = search(op, graph, grid)
+            found = search(op, graph, grid, args.strategies.split(","))
             for strategy, g, t, ms in found:
                 search_rows.append(dict(base, impl=strategy, config=f"{strategy}:{g}:{t}", ms=round(ms, 5)))
             case = []

@@ -12,6 +12,11 @@ PY=${PYTHON:-python3}
 stages=${*:-build test sanitize bench}
 has() { [[ " $stages " == *" $1 "* ]]; }
 status=0
+# The first line of every log: the GPU and the CUDA core it measured.
+header() {
+  echo "# $(nvidia-smi --query-gpu=name --format=csv,noheader | head -1); CUDA core $($PY -c \
+    'import dgl_ugraph._ext as e; print(e._C.build_info().get("cuda_source_hash", "none"))' 2>/dev/null)"
+}
 
 if has build; then
   want=$($PY csrc/source_hash.py --archs 90)
@@ -32,18 +37,22 @@ fi
 
 if has test; then
   t=$(date +%s)
-  $PY -m pytest tests/gpu -q -rs -p no:cacheprovider 2>&1 | tee "$OUT/gpu_tests.log" | tail -40
+  { header; $PY -m pytest tests/gpu -q -rs -s -p no:cacheprovider 2>&1; } | tee "$OUT/gpu_tests.log" | tail -40
   [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
   echo "gpu tests: $(( $(date +%s) - t )) s"
 fi
 
 if has sanitize; then
   t=$(date +%s)
+  # Each tool over the kernel suite's smoke cases and a 500-seed slice of the fuzz.
   for tool in memcheck racecheck; do
-    timeout "${SANITIZE_TIMEOUT_S:-200}" compute-sanitizer --tool $tool --error-exitcode 9 $PY tests/gpu/test_kernels_gpu.py > "$OUT/sanitize_$tool.log" 2>&1
-    rc=$?
-    echo "compute-sanitizer $tool: exit $rc; $(grep -E 'ERROR SUMMARY|smoke:' "$OUT/sanitize_$tool.log" | tr '\n' ' ')"
-    [ $rc -eq 0 ] || status=1
+    header > "$OUT/sanitize_$tool.log"
+    for script in tests/gpu/test_kernels_gpu.py "tests/gpu/test_reliability_gpu.py --sanitize"; do
+      timeout "${SANITIZE_TIMEOUT_S:-200}" compute-sanitizer --tool $tool --error-exitcode 9 $PY $script >> "$OUT/sanitize_$tool.log" 2>&1
+      rc=$?
+      echo "compute-sanitizer $tool $script: exit $rc; $(grep -E 'ERROR SUMMARY|smoke:|sanitize:' "$OUT/sanitize_$tool.log" | tail -2 | tr '\n' ' ')"
+      [ $rc -eq 0 ] || status=1
+    done
   done
   echo "sanitize: $(( $(date +%s) - t )) s"
 fi

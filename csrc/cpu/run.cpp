@@ -1,13 +1,14 @@
 // The backend's C entry point: validate, resolve broadcast, dispatch on the gather kind.
 #include <cstdint>
 #include <new>
+#include <string>
 #include <vector>
 
 #include "dispatch.h"
 #include "error.h"
 #include "memory.h"
 #include "ugraph/api.h"
-#include "validate.h"
+#include "common/validate.h"
 
 namespace ugraph {
 namespace cpu {
@@ -46,8 +47,9 @@ extern "C" int ug_cpu_run(const UgParams* p) {
   using namespace ugraph::cpu;
   clear_error();
   if (!p) return fail(UG_ERR_INVALID, "params is NULL");
-  const int status = validate(*p);
-  if (status != UG_OK) return status;
+  std::string why;
+  const int status = ugraph::validate(*p, ugraph::Backend::kCpu, &why);
+  if (status != UG_OK) return fail(status, "%s", why.c_str());
   try {
     return run(*p);
   } catch (const std::bad_alloc&) {

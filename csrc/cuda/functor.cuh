@@ -12,51 +12,60 @@
 namespace ugraph {
 namespace binary {
 
+// An operand's value, or 0 for the operand a copy op does not read (its pointer is NULL).
+template <bool kUsed, typename DType>
+__device__ __forceinline__ acc_t<DType> load_if(const DType* p) {
+  if constexpr (kUsed) return load(p);
+  else return acc_t<DType>(0);
+}
+
+// Call for the element-wise ops: loads what Op reads, then Op::Apply (CRTP, so that each op
+// states only its traits and its arithmetic).
+template <typename Op, typename DType>
+struct Elementwise {
+  static __device__ __forceinline__ acc_t<DType> Call(const DType* lhs, const DType* rhs) {
+    return Op::Apply(load_if<Op::use_lhs>(lhs), load_if<Op::use_rhs>(rhs));
+  }
+};
+
 // Traits, as in DGL: use_lhs/use_rhs say which operand a message reads; reduce_last_dim says
 // that the message sums reduce_size products (dot), so its operands advance by K per element.
+// Apply computes a message element from loaded values (every op but dot), Call from pointers.
 template <typename DType>
-struct CopyLhs {
+struct CopyLhs : Elementwise<CopyLhs<DType>, DType> {
   static constexpr bool use_lhs = true, use_rhs = false, reduce_last_dim = false;
-  static __device__ __forceinline__ acc_t<DType> Call(const DType* lhs, const DType*) { return load(lhs); }
+  static __device__ __forceinline__ acc_t<DType> Apply(acc_t<DType> lhs, acc_t<DType> rhs) { return lhs; }
 };
 
 template <typename DType>
-struct CopyRhs {
+struct CopyRhs : Elementwise<CopyRhs<DType>, DType> {
   static constexpr bool use_lhs = false, use_rhs = true, reduce_last_dim = false;
-  static __device__ __forceinline__ acc_t<DType> Call(const DType*, const DType* rhs) { return load(rhs); }
+  static __device__ __forceinline__ acc_t<DType> Apply(acc_t<DType> lhs, acc_t<DType> rhs) { return rhs; }
 };
 
 template <typename DType>
-struct Add {
+struct Add : Elementwise<Add<DType>, DType> {
   static constexpr bool use_lhs = true, use_rhs = true, reduce_last_dim = false;
-  static __device__ __forceinline__ acc_t<DType> Call(const DType* lhs, const DType* rhs) {
-    return load(lhs) + load(rhs);
-  }
+  static __device__ __forceinline__ acc_t<DType> Apply(acc_t<DType> lhs, acc_t<DType> rhs) { return lhs + rhs; }
 };
 
 template <typename DType>
-struct Sub {
+struct Sub : Elementwise<Sub<DType>, DType> {
   static constexpr bool use_lhs = true, use_rhs = true, reduce_last_dim = false;
-  static __device__ __forceinline__ acc_t<DType> Call(const DType* lhs, const DType* rhs) {
-    return load(lhs) - load(rhs);
-  }
+  static __device__ __forceinline__ acc_t<DType> Apply(acc_t<DType> lhs, acc_t<DType> rhs) { return lhs - rhs; }
 };
 
 template <typename DType>
-struct Mul {
+struct Mul : Elementwise<Mul<DType>, DType> {
   static constexpr bool use_lhs = true, use_rhs = true, reduce_last_dim = false;
-  static __device__ __forceinline__ acc_t<DType> Call(const DType* lhs, const DType* rhs) {
-    return load(lhs) * load(rhs);
-  }
+  static __device__ __forceinline__ acc_t<DType> Apply(acc_t<DType> lhs, acc_t<DType> rhs) { return lhs * rhs; }
 };
 
 // IEEE division (the build has no fast math), as torch divides.
 template <typename DType>
-struct Div {
+struct Div : Elementwise<Div<DType>, DType> {
   static constexpr bool use_lhs = true, use_rhs = true, reduce_last_dim = false;
-  static __device__ __forceinline__ acc_t<DType> Call(const DType* lhs, const DType* rhs) {
-    return load(lhs) / load(rhs);
-  }
+  static __device__ __forceinline__ acc_t<DType> Apply(acc_t<DType> lhs, acc_t<DType> rhs) { return lhs / rhs; }
 };
 
 template <typename DType>

@@ -1,4 +1,8 @@
-// warp_edge: a worker is one warp; a work unit is (`group` consecutive positions in CSC order,
+// warp_edge: lanes of one warp share runs of positions, combining partial rows atomically. Every
+// edge op but dot runs as team::launch_edge (team.cuh): teams of 1-32 lanes with 16-byte
+// accesses over `group` positions each, balanced however skewed the rows are. A dot runs here,
+// where the lanes split its products:
+// a worker is one warp; a work unit is (`group` consecutive positions in CSC order,
 // feature tile j of `tiles`), with the lanes and chunks of warp_vertex (LaneLayout in
 // common.cuh). Message creation writes each position's own output row. Aggregation keeps one
 // accumulator per lane while the destination stays the same and flushes it through
@@ -14,6 +18,7 @@
 #include "functor.cuh"
 #include "launch.h"
 #include "static_switch.h"
+#include "team.cuh"
 
 namespace ugraph {
 
@@ -124,23 +129,21 @@ __global__ void __launch_bounds__(kBlock, kMinBlocks)
 template <typename DType, typename IdType>
 cudaError_t run_warp_edge(const UgParams& p, cudaStream_t stream) {
   const OpArgs<DType, IdType> x = make_op_args<DType, IdType>(p);
+  if (p.edge_op != UG_DOT) return team::launch_edge(p, x, stream);
+  using Op = binary::Dot<DType>;
   const LaneLayout lanes = lane_layout(p);
   const int64_t units = ceil_div(p.num_edges, p.grouping);
   // Tiles past the last chunk would own nothing.
   const LaunchPlan plan = plan_launch(units, std::min<int64_t>(p.tiling, lanes.chunks), kWarp);
   if (p.gather_op == UG_GATHER_NONE) {
     if (units == 0) return cudaSuccess;
-    UG_EDGE_OP_SWITCH(p.edge_op, DType, Op, [&] {
-      warp_edge_message<Op><<<plan.grid, kBlock, 0, stream>>>(x, plan.walk, p.grouping, lanes);
-    });
+    warp_edge_message<Op><<<plan.grid, kBlock, 0, stream>>>(x, plan.walk, p.grouping, lanes);
     return cudaGetLastError();
   }
   return UG_GATHER_SWITCH(p.gather_op, DType, Reduce, [&] {
     // Generic, so that a combination run_edge_aggregation refuses is never compiled.
     return run_edge_aggregation<Reduce>(p, x, stream, [&](const auto& sink) {
-      UG_EDGE_OP_SWITCH(p.edge_op, DType, Op, [&] {
-        warp_edge_aggregate<Op, Reduce><<<plan.grid, kBlock, 0, stream>>>(x, plan.walk, p.grouping, lanes, sink);
-      });
+      warp_edge_aggregate<Op, Reduce><<<plan.grid, kBlock, 0, stream>>>(x, plan.walk, p.grouping, lanes, sink);
     });
   });
 }

@@ -1,4 +1,7 @@
-// warp_vertex: a worker is one warp; a work unit is (`group` consecutive destination rows,
+// warp_vertex: lanes of one warp share destination rows, with no atomics. Every edge op but dot
+// runs as team::launch_vertex (team.cuh): teams of 1-32 lanes with 16-byte accesses, sized to
+// the output row. A dot runs here, where the lanes split its products:
+// a worker is one warp; a work unit is (`group` consecutive destination rows,
 // feature tile j of `tiles`). The lanes span one chunk of output elements at a time
 // (LaneLayout in common.cuh: 32 elements, or fewer with a dot's products split over lanes) and
 // tile j owns chunks j, j + tiles, .... Each row's edges are walked in order, so there are no
@@ -15,6 +18,7 @@
 #include "functor.cuh"
 #include "launch.h"
 #include "static_switch.h"
+#include "team.cuh"
 
 namespace ugraph {
 
@@ -113,20 +117,18 @@ __global__ void __launch_bounds__(kBlock, kMinBlocks)
 template <typename DType, typename IdType>
 cudaError_t run_warp_vertex(const UgParams& p, cudaStream_t stream) {
   const OpArgs<DType, IdType> x = make_op_args<DType, IdType>(p);
+  if (p.edge_op != UG_DOT) return team::launch_vertex(p, x, stream);
+  using Op = binary::Dot<DType>;
   const LaneLayout lanes = lane_layout(p);
   const int64_t units = ceil_div(p.num_dst, p.grouping);
   // Tiles past the last chunk would own nothing.
   const LaunchPlan plan = plan_launch(units, std::min<int64_t>(p.tiling, lanes.chunks), kWarp);
   if (units == 0) return cudaSuccess;
   if (p.gather_op == UG_GATHER_NONE) {
-    UG_EDGE_OP_SWITCH(p.edge_op, DType, Op, [&] {
-      warp_vertex_message<Op><<<plan.grid, kBlock, 0, stream>>>(x, plan.walk, p.grouping, lanes);
-    });
+    warp_vertex_message<Op><<<plan.grid, kBlock, 0, stream>>>(x, plan.walk, p.grouping, lanes);
   } else {
     UG_GATHER_SWITCH(p.gather_op, DType, Reduce, [&] {
-      UG_EDGE_OP_SWITCH(p.edge_op, DType, Op, [&] {
-        warp_vertex_aggregate<Op, Reduce><<<plan.grid, kBlock, 0, stream>>>(x, plan.walk, p.grouping, lanes);
-      });
+      warp_vertex_aggregate<Op, Reduce><<<plan.grid, kBlock, 0, stream>>>(x, plan.walk, p.grouping, lanes);
     });
   }
   return cudaGetLastError();

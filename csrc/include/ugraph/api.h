@@ -19,6 +19,8 @@ int64_t ug_cuda_workspace_bytes(const UgParams* p);
 int ug_cuda_check(const UgParams* p, char* why, int why_len);
 /* Hash of the CUDA sources this library was built from, its architectures, and what it holds. */
 const char* ug_cuda_source_hash(void);
+/* Bit (strategy * 4 + dtype) is set for each (UgStrategy, UgDType) compiled into this library. */
+uint32_t ug_cuda_compiled_keys(void);
 const char* ug_cuda_build_info(void);
 
 /* Text of the last error on this thread, one per backend (each library defines its own). */

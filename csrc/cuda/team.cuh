@@ -1,0 +1,401 @@
+// Team kernels: the bodies of warp_vertex and warp_edge for every edge op but dot.
+//
+// A worker is a team of T lanes of one warp (T a power of two, 1..32, sized to the output row),
+// and each lane owns kVec consecutive output elements: kVec = 16 bytes / sizeof(DType) where the
+// operands allow 16-byte accesses (then every A, B and C access of a lane is one vector), else 1.
+// A team covers a slab of T * kVec elements; a wider output row has several slabs, which tile j
+// of `tiles` takes as slabs j, j + tiles, .... So a narrow row packs 32 / T rows per warp instead
+// of idling lanes, and a wide one keeps every lane on 16-byte accesses.
+//
+// Each lane keeps kInFlight positions' operand loads in flight before the first use, so that the
+// latency of gathering a source row is paid once per kInFlight edges, not once per edge.
+//
+// team_vertex_*: a unit is `group` consecutive destination rows; each row's edges are walked in
+//   CSC order, so there are no atomics and max/min find the first winner as a serial scan does.
+// team_edge_*: a unit is `group` consecutive positions in CSC order, whatever rows they fall in,
+//   so every team does the same work however skewed the in-degrees are (merge-path balance).
+//   Aggregation folds each run of one row into registers and flushes it through
+//   edge_aggregate.cuh: a run that holds its whole row is stored, the others combine atomically.
+#pragma once
+
+#include <algorithm>
+#include <cstring>
+#include <type_traits>
+
+#include "common.cuh"
+#include "edge_aggregate.cuh"
+#include "functor.cuh"
+#include "static_switch.h"
+
+namespace ugraph {
+namespace team {
+
+constexpr int kInFlight = 4;
+
+template <typename DType>
+constexpr int kVecOf = 16 / static_cast<int>(sizeof(DType));
+
+// kVec values of DType at p: one 16-byte read-only load, or one scalar load when kVec == 1.
+template <int kVec, typename DType>
+__device__ __forceinline__ void load_vec(const DType* p, acc_t<DType> (&out)[kVec]) {
+  if constexpr (kVec == 1) {
+    out[0] = load(p);
+  } else {
+    static_assert(kVec * sizeof(DType) == 16, "a vector is 16 bytes");
+    const uint4 raw = __ldg(reinterpret_cast<const uint4*>(p));
+    DType vals[kVec];
+    memcpy(vals, &raw, sizeof(raw));
+#pragma unroll
+    for (int k = 0; k < kVec; ++k) out[k] = to_acc(vals[k]);
+  }
+}
+
+template <int kVec, typename DType>
+__device__ __forceinline__ void store_vec(DType* p, const acc_t<DType> (&in)[kVec]) {
+  if constexpr (kVec == 1) {
+    *p = from_acc<DType>(in[0]);
+  } else {
+    DType vals[kVec];
+#pragma unroll
+    for (int k = 0; k < kVec; ++k) vals[k] = from_acc<DType>(in[k]);
+    uint4 raw;
+    memcpy(&raw, vals, sizeof(raw));
+    *reinterpret_cast<uint4*>(p) = raw;
+  }
+}
+
+// Where one lane's kVec elements sit within a row of A and of B. With kVec > 1, A is read as one
+// vector at the lane's first element (no broadcast, aligned rows); B too, unless kGatherB, where
+// each element has its own offset (a broadcast B, such as GAT's per-head edge weights). With
+// kVec == 1 both follow the broadcast offsets of params.h.
+template <int kVec, bool kGatherB>
+struct LaneOffsets {
+  int64_t a, b;
+  int64_t b_each[kGatherB ? kVec : 1];
+
+  template <typename DType, typename IdType>
+  __device__ __forceinline__ LaneOffsets(const OpArgs<DType, IdType>& x, int64_t first) {
+    if constexpr (kVec == 1) {
+      a = x.a_elem(first);
+      b = x.b_elem(first);
+    } else {
+      a = b = first;
+    }
+    if constexpr (kGatherB) {
+#pragma unroll
+      for (int k = 0; k < kVec; ++k) b_each[k] = x.b_elem(first + k);
+    }
+  }
+};
+
+// The messages of positions p .. p + N - 1 for one lane's elements. kRowKnown: all N positions
+// lie in destination row v, so a dst-typed operand needs no index load. Every index load of the
+// N positions is issued before the feature loads, and every feature load before the first use.
+template <typename Op, int N, bool kRowKnown, int kVec, bool kGatherB, typename DType, typename IdType>
+__device__ __forceinline__ void messages(const OpArgs<DType, IdType>& x, const LaneOffsets<kVec, kGatherB>& off,
+                                         int64_t p, int64_t v, acc_t<DType> (&out)[N][kVec]) {
+  using Acc = acc_t<DType>;
+  int64_t ia[N], ib[N];
+#pragma unroll
+  for (int u = 0; u < N; ++u) {
+    ia[u] = Op::use_lhs ? (kRowKnown ? x.a_rows.at(p + u, v) : x.a_rows.at(p + u)) : 0;
+    ib[u] = Op::use_rhs ? (kRowKnown ? x.b_rows.at(p + u, v) : x.b_rows.at(p + u)) : 0;
+  }
+  Acc a[N][kVec], b[N][kVec];
+#pragma unroll
+  for (int u = 0; u < N; ++u) {
+    if constexpr (Op::use_lhs) load_vec<kVec>(x.a + ia[u] * x.a_stride + off.a, a[u]);
+    if constexpr (Op::use_rhs) {
+      const DType* row = x.b + ib[u] * x.b_stride;
+      if constexpr (kGatherB) {
+#pragma unroll
+        for (int k = 0; k < kVec; ++k) b[u][k] = load(row + off.b_each[k]);
+      } else {
+        load_vec<kVec>(row + off.b, b[u]);
+      }
+    }
+  }
+#pragma unroll
+  for (int u = 0; u < N; ++u) {
+#pragma unroll
+    for (int k = 0; k < kVec; ++k) out[u][k] = Op::Apply(Op::use_lhs ? a[u][k] : Acc(0), Op::use_rhs ? b[u][k] : Acc(0));
+  }
+}
+
+// One lane's accumulators over a run of positions of one row; win holds the position of each
+// element's winner (max/min), -1 while nothing beat the reduce zero.
+template <typename Reduce, int kVec, typename DType>
+struct Fold {
+  acc_t<DType> acc[kVec];
+  int64_t win[Reduce::require_arg ? kVec : 1];
+
+  __device__ __forceinline__ Fold() {
+#pragma unroll
+    for (int k = 0; k < kVec; ++k) acc[k] = Reduce::zero();
+    if constexpr (Reduce::require_arg) {
+#pragma unroll
+      for (int k = 0; k < kVec; ++k) win[k] = -1;
+    }
+  }
+
+  // Folds positions [p, end) of destination row v (kRowKnown as in messages).
+  template <typename Op, bool kGatherB, typename IdType>
+  __device__ __forceinline__ void run(const OpArgs<DType, IdType>& x, const LaneOffsets<kVec, kGatherB>& off,
+                                      int64_t p, int64_t end, int64_t v) {
+    for (; p + kInFlight <= end; p += kInFlight) {
+      acc_t<DType> m[kInFlight][kVec];
+      messages<Op, kInFlight, true>(x, off, p, v, m);
+#pragma unroll
+      for (int u = 0; u < kInFlight; ++u) add(m[u], p + u);
+    }
+    for (; p < end; ++p) {
+      acc_t<DType> m[1][kVec];
+      messages<Op, 1, true>(x, off, p, v, m);
+      add(m[0], p);
+    }
+  }
+
+  __device__ __forceinline__ void add(const acc_t<DType> (&m)[kVec], int64_t p) {
+#pragma unroll
+    for (int k = 0; k < kVec; ++k) {
+      const bool won = Reduce::Call(acc[k], m[k]);
+      if constexpr (Reduce::require_arg) {
+        if (won) win[k] = p;
+      }
+    }
+  }
+};
+
+// Host side: lanes per team and slabs per row for kVec-wide lanes.
+struct Layout {
+  int lanes_log2;
+  int64_t slabs;
+};
+
+inline Layout layout(int64_t out_len, int vec) {
+  const int64_t vectors = ceil_div(out_len, vec);
+  int log2 = 0;
+  while ((int64_t(1) << log2) < vectors && log2 < 5) ++log2;
+  return Layout{log2, ceil_div(vectors, int64_t(1) << log2)};
+}
+
+// This lane's place in its team, and the team's worker index.
+__device__ __forceinline__ int team_lane(int lanes_log2) { return threadIdx.x & ((1 << lanes_log2) - 1); }
+__device__ __forceinline__ int64_t team_index(int lanes_log2) { return global_thread() >> lanes_log2; }
+
+template <typename Op, typename Reduce, int kVec, bool kGatherB, typename DType, typename IdType>
+__global__ void __launch_bounds__(kBlock, kMinBlocks)
+    vertex_aggregate(const OpArgs<DType, IdType> x, const TileWalk walk, const int group, const int lanes_log2,
+                     const int64_t slabs) {
+  const Topology<IdType>& g = x.graph;
+  const int64_t slab_elems = int64_t(kVec) << lanes_log2;
+  const int64_t lane_first = int64_t(team_lane(lanes_log2)) * kVec;
+  int64_t unit;
+  uint32_t tile;
+  for (walk.first(team_index(lanes_log2), unit, tile); unit < walk.units; walk.next(unit, tile)) {
+    const int64_t v_begin = unit * group;
+    const int64_t v_end = min64(v_begin + group, g.num_dst);
+    for (int64_t slab = tile; slab < slabs; slab += walk.tiles) {
+      const int64_t first = slab * slab_elems + lane_first;
+      const bool active = first < x.out_len;
+      // An idle lane reads element 0 and discards it: the loads stay unconditional.
+      const LaneOffsets<kVec, kGatherB> off(x, active ? first : 0);
+      for (int64_t v = v_begin; v < v_end; ++v) {
+        Fold<Reduce, kVec, DType> f;
+        f.template run<Op>(x, off, g.begin(v), g.end(v), v);
+        if (!active) continue;
+        const int64_t out = v * x.out_len + first;
+        store_vec<kVec>(x.c + out, f.acc);
+        if constexpr (Reduce::require_arg) {
+#pragma unroll
+          for (int k = 0; k < kVec; ++k) {
+            const int64_t p = f.win[k];
+            if (x.arg_a) x.arg_a[out + k] = static_cast<IdType>(p < 0 ? 0 : x.a_rows.at(p, v));
+            if (x.arg_b) x.arg_b[out + k] = static_cast<IdType>(p < 0 ? 0 : x.b_rows.at(p, v));
+          }
+        }
+      }
+    }
+  }
+}
+
+template <typename Op, typename Reduce, int kVec, bool kGatherB, typename DType, typename IdType>
+__global__ void __launch_bounds__(kBlock, kMinBlocks)
+    edge_aggregate(const OpArgs<DType, IdType> x, const TileWalk walk, const int group, const int lanes_log2,
+                   const int64_t slabs, const EdgeSink<Reduce, DType> sink) {
+  using Sink = EdgeSink<Reduce, DType>;
+  const Topology<IdType>& g = x.graph;
+  const int64_t slab_elems = int64_t(kVec) << lanes_log2;
+  const int64_t lane_first = int64_t(team_lane(lanes_log2)) * kVec;
+  int64_t unit;
+  uint32_t tile;
+  for (walk.first(team_index(lanes_log2), unit, tile); unit < walk.units; walk.next(unit, tile)) {
+    const int64_t p_begin = unit * group;
+    const int64_t p_end = min64(p_begin + group, g.num_edges);
+    for (int64_t slab = tile; slab < slabs; slab += walk.tiles) {
+      const int64_t first = slab * slab_elems + lane_first;
+      const bool active = first < x.out_len;
+      const LaneOffsets<kVec, kGatherB> off(x, active ? first : 0);
+      for (int64_t p = p_begin; p < p_end;) {
+        const int64_t v = g.dst(p);
+        const int64_t row_begin = g.begin(v), row_end = g.end(v);
+        const int64_t run_end = min64(row_end, p_end);
+        Fold<Reduce, kVec, DType> f;
+        f.template run<Op>(x, off, p, run_end, v);
+        p = run_end;
+        if (!active) continue;
+        const bool whole = row_begin >= p_begin && row_end <= p_end;
+        const int64_t out = v * x.out_len + first;
+        if constexpr (!Sink::kPacked && !Sink::kStaged) {
+          if (whole) {  // C is the target: one vector store
+            store_vec<kVec>(x.c + out, f.acc);
+            continue;
+          }
+        }
+#pragma unroll
+        for (int k = 0; k < kVec; ++k) {
+          sink.flush(out + k, f.acc[k], Reduce::require_arg ? f.win[Reduce::require_arg ? k : 0] : 0, whole);
+        }
+      }
+    }
+  }
+}
+
+// Message creation: every position's message row is written to C's row of its edge id.
+// kByRow: units are destination rows (team_vertex), else runs of positions (team_edge).
+template <typename Op, bool kByRow, int kVec, bool kGatherB, typename DType, typename IdType>
+__global__ void __launch_bounds__(kBlock, kMinBlocks)
+    message(const OpArgs<DType, IdType> x, const TileWalk walk, const int group, const int lanes_log2,
+            const int64_t slabs) {
+  const Topology<IdType>& g = x.graph;
+  const int64_t slab_elems = int64_t(kVec) << lanes_log2;
+  const int64_t lane_first = int64_t(team_lane(lanes_log2)) * kVec;
+  const int64_t items = kByRow ? g.num_dst : g.num_edges;
+  int64_t unit;
+  uint32_t tile;
+  for (walk.first(team_index(lanes_log2), unit, tile); unit < walk.units; walk.next(unit, tile)) {
+    const int64_t i_begin = unit * group;
+    const int64_t i_end = min64(i_begin + group, items);
+    for (int64_t slab = tile; slab < slabs; slab += walk.tiles) {
+      const int64_t first = slab * slab_elems + lane_first;
+      const bool active = first < x.out_len;
+      const LaneOffsets<kVec, kGatherB> off(x, active ? first : 0);
+      // Positions [p, end); v is their destination row when kByRow, else unknown (-1).
+      auto write = [&](int64_t p, int64_t end, int64_t v) {
+        for (; p + kInFlight <= end; p += kInFlight) {
+          int64_t rows[kInFlight];
+#pragma unroll
+          for (int u = 0; u < kInFlight; ++u) rows[u] = g.edge(p + u);
+          acc_t<DType> m[kInFlight][kVec];
+          messages<Op, kInFlight, kByRow>(x, off, p, v, m);
+          if (active) {
+#pragma unroll
+            for (int u = 0; u < kInFlight; ++u) store_vec<kVec>(x.c + rows[u] * x.out_len + first, m[u]);
+          }
+        }
+        for (; p < end; ++p) {
+          const int64_t row = g.edge(p);
+          acc_t<DType> m[1][kVec];
+          messages<Op, 1, kByRow>(x, off, p, v, m);
+          if (active) store_vec<kVec>(x.c + row * x.out_len + first, m[0]);
+        }
+      };
+      if constexpr (kByRow) {
+        for (int64_t v = i_begin; v < i_end; ++v) write(g.begin(v), g.end(v), v);
+      } else {
+        write(i_begin, i_end, -1);
+      }
+    }
+  }
+}
+
+// Host side: calls f(std::integral_constant<int, kVec>, std::bool_constant<kGatherB>) with the
+// widest access the operands allow: 16-byte vectors where every row of A, B and C starts on a
+// 16-byte boundary and holds whole vectors (B may instead be gathered element by element when
+// it is broadcast), else scalars.
+template <typename DType, typename F>
+cudaError_t with_vector_width(const UgParams& p, F&& f) {
+  constexpr int kV = kVecOf<DType>;
+  const bool lhs = p.edge_op != UG_COPY_RHS, rhs = p.edge_op != UG_COPY_LHS;
+  auto aligned = [](const void* q) { return (reinterpret_cast<uintptr_t>(q) & 15u) == 0; };
+  auto whole = [&](bool used, const void* data, int64_t stride, const int64_t* off) {
+    return !used || (off == nullptr && stride % kV == 0 && aligned(data));
+  };
+  const bool vec_c = p.out_len % kV == 0 && aligned(p.c);
+  const bool vec_a = whole(lhs, p.a, p.a_row_stride, p.a_off);
+  if (vec_c && vec_a && whole(rhs, p.b, p.b_row_stride, p.b_off)) {
+    return f(std::integral_constant<int, kV>(), std::false_type());
+  }
+  if (vec_c && vec_a && lhs && rhs) return f(std::integral_constant<int, kV>(), std::true_type());
+  return f(std::integral_constant<int, 1>(), std::false_type());
+}
+
+// Whether a (op, access) pair is ever dispatched: a gathered B needs an op that reads A and B.
+template <typename Op, bool kGatherB>
+constexpr bool kDispatched = !Op::reduce_last_dim && (!kGatherB || (Op::use_lhs && Op::use_rhs));
+
+// The launchers behind warp_vertex and warp_edge for every op but dot: `group` rows (vertex) or
+// positions (edge) per team, `tiling` teams per unit at most (never past the slabs).
+template <typename DType, typename IdType>
+cudaError_t launch_vertex(const UgParams& p, const OpArgs<DType, IdType>& x, cudaStream_t stream) {
+  const int64_t units = ceil_div(p.num_dst, p.grouping);
+  if (units == 0) return cudaSuccess;
+  return with_vector_width<DType>(p, [&](auto vec, auto gather_b) {
+    constexpr int kVec = decltype(vec)::value;
+    constexpr bool kGatherB = decltype(gather_b)::value;
+    const Layout t = layout(p.out_len, kVec);
+    const LaunchPlan plan = plan_launch(units, std::min<int64_t>(p.tiling, t.slabs), 1 << t.lanes_log2);
+    if (p.gather_op == UG_GATHER_NONE) {
+      UG_EDGE_OP_SWITCH(p.edge_op, DType, Op, [&] {
+        if constexpr (kDispatched<Op, kGatherB>) {
+          message<Op, true, kVec, kGatherB>
+              <<<plan.grid, kBlock, 0, stream>>>(x, plan.walk, p.grouping, t.lanes_log2, t.slabs);
+        }
+      });
+    } else {
+      UG_GATHER_SWITCH(p.gather_op, DType, Reduce, [&] {
+        UG_EDGE_OP_SWITCH(p.edge_op, DType, Op, [&] {
+          if constexpr (kDispatched<Op, kGatherB>) {
+            vertex_aggregate<Op, Reduce, kVec, kGatherB>
+                <<<plan.grid, kBlock, 0, stream>>>(x, plan.walk, p.grouping, t.lanes_log2, t.slabs);
+          }
+        });
+      });
+    }
+    return cudaGetLastError();
+  });
+}
+
+template <typename DType, typename IdType>
+cudaError_t launch_edge(const UgParams& p, const OpArgs<DType, IdType>& x, cudaStream_t stream) {
+  const int64_t units = ceil_div(p.num_edges, p.grouping);
+  return with_vector_width<DType>(p, [&](auto vec, auto gather_b) -> cudaError_t {
+    constexpr int kVec = decltype(vec)::value;
+    constexpr bool kGatherB = decltype(gather_b)::value;
+    const Layout t = layout(p.out_len, kVec);
+    const LaunchPlan plan = plan_launch(units, std::min<int64_t>(p.tiling, t.slabs), 1 << t.lanes_log2);
+    if (p.gather_op == UG_GATHER_NONE) {
+      if (units == 0) return cudaSuccess;
+      UG_EDGE_OP_SWITCH(p.edge_op, DType, Op, [&] {
+        if constexpr (kDispatched<Op, kGatherB>) {
+          message<Op, false, kVec, kGatherB>
+              <<<plan.grid, kBlock, 0, stream>>>(x, plan.walk, p.grouping, t.lanes_log2, t.slabs);
+        }
+      });
+      return cudaGetLastError();
+    }
+    return UG_GATHER_SWITCH(p.gather_op, DType, Reduce, [&] {
+      return run_edge_aggregation<Reduce>(p, x, stream, [&](const auto& sink) {
+        UG_EDGE_OP_SWITCH(p.edge_op, DType, Op, [&] {
+          if constexpr (kDispatched<Op, kGatherB>) {
+            edge_aggregate<Op, Reduce, kVec, kGatherB>
+                <<<plan.grid, kBlock, 0, stream>>>(x, plan.walk, p.grouping, t.lanes_log2, t.slabs, sink);
+          }
+        });
+      });
+    });
+  });
+}
+
+}  // namespace team
+}  // namespace ugraph
