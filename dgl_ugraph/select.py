@@ -66,34 +66,49 @@ def candidates(sig: Signature, num_edges: int, compiled: frozenset) -> List[str]
     return [s for s in STRATEGIES if why_not(s, sig, num_edges, compiled) is None]
 
 
+def team_lanes(sig: Signature) -> int:
+    """Lanes per team of the warp strategies for every op but dot (csrc/cuda/team.cuh): one
+    16-byte vector per lane where the row holds whole vectors, up to 32 lanes."""
+    vec = 16 // DTYPE_BYTES[sig.dtype]
+    vectors = -(-sig.out_len // vec) if sig.out_len % vec == 0 else sig.out_len
+    return min(32, 1 << max(0, vectors - 1).bit_length())
+
+
 def heuristic(sig: Signature, stats: DegreeStats, allowed: List[str]) -> ParallelInfo:
-    """The rule that serves when no learned model fits. The first strategy of the preferred order
-    that `allowed` holds wins.
-    - Every op but dot runs best on the warp strategies' teams (csrc/cuda/team.cuh): lanes sized
-      to the row, 16-byte accesses, several edges in flight. Aggregation takes warp_vertex (one
-      row per team, no atomics) unless a few rows hold far more edges than the mean, which would
-      serialise their teams: then warp_edge, whose teams take 64 positions each whatever the
-      rows. Message creation takes warp_edge with 16 positions per team. Tiles: one per slab of
+    """The rule that serves when no learned model fits, read off the H100 searches of the team
+    kernels (bench/kernels.csv); the first strategy of the preferred order that `allowed` holds
+    wins.
+    - Every op but dot runs on the warp strategies' teams (csrc/cuda/team.cuh): lanes sized to
+      the row, 16-byte accesses, several edges in flight. Aggregation takes warp_vertex (no
+      atomics) with about 64 edges per team (16 rows at most) unless a few rows hold far more
+      edges than the mean, which would serialise their teams: then warp_edge, whose teams take
+      a fixed run of positions whatever the rows (16 for teams of up to 4 lanes, else 64).
+      Message creation takes warp_edge, 16 positions per team. Tiles: one per slab of
       32 lanes x 16 bytes, so a wide row spreads over as many teams.
     - A dot keeps the rule read off the H100 grid searches of the first kernels
       (bench/kernels*_search*.csv.gz): one thread per 4 edges and 8-32 tiles, or, over 32 or more
       products, a warp per 16 edges whose lanes split the products."""
-    slabs = -(-sig.out_len * DTYPE_BYTES[sig.dtype] // (32 * 16))
+    slabs = max(1, min(64, -(-sig.out_len * DTYPE_BYTES[sig.dtype] // (32 * 16))))
     if sig.edge_op == "dot":
         if sig.reduce_size >= 32:
             order, grouping, tiling = ["warp_edge", "thread_edge", "warp_vertex", "thread_vertex"], 16, 2
         else:
             order, grouping = ["thread_edge", "warp_edge", "thread_vertex", "warp_vertex"], 4
             tiling = min(32, max(8, sig.out_len // 8))
-    elif sig.gather_op == "none":
-        order, grouping, tiling = ["warp_edge", "warp_vertex", "thread_edge", "thread_vertex"], 16, slabs
-    else:
-        skewed = stats.max > max(256.0, 16.0 * stats.mean)
-        order = ["warp_edge", "warp_vertex", "thread_edge", "thread_vertex"] if skewed else \
-            ["warp_vertex", "warp_edge", "thread_vertex", "thread_edge"]
         strategy = next(s for s in order if s in allowed)
-        return ParallelInfo(strategy, 64 if strategy == "warp_edge" else 1, max(1, min(slabs, 64)))
+        if strategy.startswith("warp"):
+            tiling = min(tiling, max(1, -(-sig.out_len // 32)))
+        return ParallelInfo(strategy, grouping, max(1, min(tiling, 64)))
+    if sig.gather_op == "none":
+        order = ["warp_edge", "warp_vertex", "thread_edge", "thread_vertex"]
+        return ParallelInfo(next(s for s in order if s in allowed), 16, slabs)
+    skewed = stats.max > max(256.0, 16.0 * stats.mean)
+    order = ["warp_edge", "warp_vertex", "thread_edge", "thread_vertex"] if skewed else \
+        ["warp_vertex", "warp_edge", "thread_vertex", "thread_edge"]
     strategy = next(s for s in order if s in allowed)
-    if strategy.startswith("warp") and sig.edge_op == "dot":
-        tiling = min(tiling, max(1, -(-sig.out_len // 32)))
-    return ParallelInfo(strategy, grouping, max(1, min(tiling, 64)))
+    if strategy == "warp_edge":
+        grouping = 16 if team_lanes(sig) <= 4 else 64
+    else:
+        rows = int(64 // max(stats.mean, 1.0))
+        grouping = 1 << min(4, max(0, rows.bit_length() - 1))
+    return ParallelInfo(strategy, grouping, slabs)

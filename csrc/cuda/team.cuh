@@ -72,6 +72,9 @@ template <int kVec, bool kGatherB>
 struct LaneOffsets {
   int64_t a, b;
   int64_t b_each[kGatherB ? kVec : 1];
+  // All of the lane's elements read one value of B (u_mul_e's edge weight, a GAT head's
+  // attention): one load instead of kVec. The load units, not the bytes, bound those ops.
+  bool b_shared;
 
   template <typename DType, typename IdType>
   __device__ __forceinline__ LaneOffsets(const OpArgs<DType, IdType>& x, int64_t first) {
@@ -81,25 +84,34 @@ struct LaneOffsets {
     } else {
       a = b = first;
     }
+    b_shared = true;
     if constexpr (kGatherB) {
 #pragma unroll
-      for (int k = 0; k < kVec; ++k) b_each[k] = x.b_elem(first + k);
+      for (int k = 0; k < kVec; ++k) {
+        b_each[k] = x.b_elem(first + k);
+        b_shared = b_shared && b_each[k] == b_each[0];
+      }
     }
   }
 };
 
-// The messages of positions p .. p + N - 1 for one lane's elements. kRowKnown: all N positions
-// lie in destination row v, so a dst-typed operand needs no index load. Every index load of the
-// N positions is issued before the feature loads, and every feature load before the first use.
-template <typename Op, int N, bool kRowKnown, int kVec, bool kGatherB, typename DType, typename IdType>
+// The messages of positions p .. p + kInFlight - 1 for one lane's elements, each position
+// clamped to `last` (the caller drops the repeats), so that a run shorter than kInFlight still
+// has all its loads in flight. kRowKnown: the positions lie in destination row v, so a
+// dst-typed operand needs no index load. Every index load is issued before the feature loads,
+// and every feature load before the first use.
+template <typename Op, bool kRowKnown, int kVec, bool kGatherB, typename DType, typename IdType>
 __device__ __forceinline__ void messages(const OpArgs<DType, IdType>& x, const LaneOffsets<kVec, kGatherB>& off,
-                                         int64_t p, int64_t v, acc_t<DType> (&out)[N][kVec]) {
+                                         int64_t p, int64_t last, int64_t v,
+                                         acc_t<DType> (&out)[kInFlight][kVec]) {
   using Acc = acc_t<DType>;
+  constexpr int N = kInFlight;
   int64_t ia[N], ib[N];
 #pragma unroll
   for (int u = 0; u < N; ++u) {
-    ia[u] = Op::use_lhs ? (kRowKnown ? x.a_rows.at(p + u, v) : x.a_rows.at(p + u)) : 0;
-    ib[u] = Op::use_rhs ? (kRowKnown ? x.b_rows.at(p + u, v) : x.b_rows.at(p + u)) : 0;
+    const int64_t q = min64(p + u, last);
+    ia[u] = Op::use_lhs ? (kRowKnown ? x.a_rows.at(q, v) : x.a_rows.at(q)) : 0;
+    ib[u] = Op::use_rhs ? (kRowKnown ? x.b_rows.at(q, v) : x.b_rows.at(q)) : 0;
   }
   Acc a[N][kVec], b[N][kVec];
 #pragma unroll
@@ -108,8 +120,14 @@ __device__ __forceinline__ void messages(const OpArgs<DType, IdType>& x, const L
     if constexpr (Op::use_rhs) {
       const DType* row = x.b + ib[u] * x.b_stride;
       if constexpr (kGatherB) {
+        if (off.b_shared) {
+          const Acc value = load(row + off.b_each[0]);
 #pragma unroll
-        for (int k = 0; k < kVec; ++k) b[u][k] = load(row + off.b_each[k]);
+          for (int k = 0; k < kVec; ++k) b[u][k] = value;
+        } else {
+#pragma unroll
+          for (int k = 0; k < kVec; ++k) b[u][k] = load(row + off.b_each[k]);
+        }
       } else {
         load_vec<kVec>(row + off.b, b[u]);
       }
@@ -138,20 +156,17 @@ struct Fold {
     }
   }
 
-  // Folds positions [p, end) of destination row v (kRowKnown as in messages).
+  // Folds positions [p, end) of destination row v, kInFlight at a time.
   template <typename Op, bool kGatherB, typename IdType>
   __device__ __forceinline__ void run(const OpArgs<DType, IdType>& x, const LaneOffsets<kVec, kGatherB>& off,
                                       int64_t p, int64_t end, int64_t v) {
-    for (; p + kInFlight <= end; p += kInFlight) {
+    for (; p < end; p += kInFlight) {
       acc_t<DType> m[kInFlight][kVec];
-      messages<Op, kInFlight, true>(x, off, p, v, m);
+      messages<Op, true>(x, off, p, end - 1, v, m);
 #pragma unroll
-      for (int u = 0; u < kInFlight; ++u) add(m[u], p + u);
-    }
-    for (; p < end; ++p) {
-      acc_t<DType> m[1][kVec];
-      messages<Op, 1, true>(x, off, p, v, m);
-      add(m[0], p);
+      for (int u = 0; u < kInFlight; ++u) {
+        if (p + u < end) add(m[u], p + u);
+      }
     }
   }
 
@@ -282,22 +297,18 @@ __global__ void __launch_bounds__(kBlock, kMinBlocks)
       const LaneOffsets<kVec, kGatherB> off(x, active ? first : 0);
       // Positions [p, end); v is their destination row when kByRow, else unknown (-1).
       auto write = [&](int64_t p, int64_t end, int64_t v) {
-        for (; p + kInFlight <= end; p += kInFlight) {
+        for (; p < end; p += kInFlight) {
           int64_t rows[kInFlight];
 #pragma unroll
-          for (int u = 0; u < kInFlight; ++u) rows[u] = g.edge(p + u);
+          for (int u = 0; u < kInFlight; ++u) rows[u] = g.edge(min64(p + u, end - 1));
           acc_t<DType> m[kInFlight][kVec];
-          messages<Op, kInFlight, kByRow>(x, off, p, v, m);
+          messages<Op, kByRow>(x, off, p, end - 1, v, m);
           if (active) {
 #pragma unroll
-            for (int u = 0; u < kInFlight; ++u) store_vec<kVec>(x.c + rows[u] * x.out_len + first, m[u]);
+            for (int u = 0; u < kInFlight; ++u) {
+              if (p + u < end) store_vec<kVec>(x.c + rows[u] * x.out_len + first, m[u]);
+            }
           }
-        }
-        for (; p < end; ++p) {
-          const int64_t row = g.edge(p);
-          acc_t<DType> m[1][kVec];
-          messages<Op, 1, kByRow>(x, off, p, v, m);
-          if (active) store_vec<kVec>(x.c + row * x.out_len + first, m[0]);
         }
       };
       if constexpr (kByRow) {
