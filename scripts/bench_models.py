@@ -505,6 +505,10 @@ def run_dgl(args):
             use_pyg, pyg_note = False, "no torch_geometric: the pyg rows are left out"
     print(f"{device_name}; dgl_ugraph from {os.path.dirname(dgl_ugraph.__file__)}; {pyg_note}; "
           f"OMP_WAIT_POLICY={os.environ.get('OMP_WAIT_POLICY')}", flush=True)
+    if not args.no_datasets:
+        found = gs.datasets_dir()
+        print(f"datasets: {found}" if found else "datasets: none found (set DGL_UGRAPH_DATASETS): only synthetic "
+              "graphs run", flush=True)
     only = set(args.only.split(",")) if args.only else None
     standins = [s for s in (args.standins.split(",") if args.standins is not None else DEFAULT_STANDINS) if s]
     large = [s for s in (args.large.split(",") if args.large is not None else
