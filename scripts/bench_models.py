@@ -1585,8 +1585,9 @@ def main(argv=None):
                     help="print the markdown summary of --out's rows of --device (cuda: every non-CPU row)")
     ap.add_argument("--merge", default="", help="CSV of a run: replace --out's rows of its devices with its rows")
     ap.add_argument("--profile", default="", help="MODEL:GRAPH,...: time per gspmm/gsddmm pattern, plugin off/on")
-    ap.add_argument("--impl", default="ugraph", help="--summarize (CPU): the implementation")
-    ap.add_argument("--baseline", default="dgl", help="--summarize (CPU): the baseline")
+    ap.add_argument("--impl", default=None, help="--summarize: the implementation (default ugraph)")
+    ap.add_argument("--baseline", default=None,
+                    help="--summarize: the baseline (default dgl; on cuda, either one gives that table alone)")
     ap.add_argument("--out", default=None,
                     help="CSV (default bench/models.csv; --device cuda: bench/models_gpu.csv; --gpu: "
                          "bench/models_gpu_replay.csv)")
@@ -1636,7 +1637,10 @@ def main(argv=None):
         return merge(args.merge, args.out or ROOT / "bench" / "models.csv")
     if args.summarize:
         path = args.out or ROOT / "bench" / "models.csv"
-        print(summarize_gpu(path) if kind == "cuda" else summarize(path, args.impl, args.baseline))
+        if kind == "cuda" and args.impl is None and args.baseline is None:
+            print(summarize_gpu(path))
+        else:
+            print(summarize(path, args.impl or "ugraph", args.baseline or "dgl", kind))
         return None
     args.out = args.out or str(ROOT / ("bench/models_gpu.csv" if kind == "cuda" else "bench/models.csv"))
     return run_dgl(args)

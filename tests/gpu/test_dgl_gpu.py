@@ -42,8 +42,9 @@ def _why_skip():
     return None
 
 
-if _why_skip():
-    pytest.skip(_why_skip(), allow_module_level=True)
+_SKIP = _why_skip()
+if _SKIP:
+    pytest.skip(_SKIP, allow_module_level=True)
 
 import dgl  # noqa: E402
 import dgl.function as fn  # noqa: E402
