@@ -89,15 +89,20 @@ def draw_graphs(ch, device="cpu", max_nodes=12, edge_counts=SMALL_EDGES):
 def draw_feature_shapes(ch, op, dtype=torch.float32, wide=False):
     """Per-row shapes of lhs and rhs that broadcast (or match in the last dim, for dot); () is a
     1-D tensor. `wide` adds one-dimensional widths up to 70 and dots up to 64 long, as a GPU
-    kernel's lanes and tiles see them. DGL's CUDA SDDMM sums a dot in the operand's own type, so a
-    long dot in a half type differs from ours (summed in float32) by DGL's rounding: those stay
-    short."""
-    if wide and ch.boolean():
+    kernel's lanes and tiles see them. DGL's CUDA SDDMM sums a dot in the operand's own type
+    (binary::Dot), and its gspmm backward takes such a dot over the last dimension when the edge
+    operand broadcasts it (_need_reduce_last_dim), so in a half type a long dot differs from ours
+    (summed in float32) by DGL's rounding: there, dots stay short and wide operands do not
+    broadcast."""
+    one_wide = wide and ch.boolean()
+    if one_wide:
         out = (ch.pick((2, 7, 32, 33, 64, 70)),)
     else:
         out = tuple(ch.integer(1, 3) for _ in range(ch.integer(0, 3)))
 
     def operand():
+        if one_wide and dtype in HALF:
+            return out
         shape = tuple(d if ch.boolean() else 1 for d in out)
         drop = ch.integer(0, len(shape))
         return shape[drop:]
