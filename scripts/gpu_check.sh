@@ -92,7 +92,7 @@ if has dgl || has dgl-bench; then
   budget=${DGL_BENCH_BUDGET_S:-360}
   # --budget-s stops starting cases; the timeout only guards against a hang, and the rows of every
   # finished case are in the CSV either way.
-  timeout $((budget + 150)) $PY scripts/bench_models.py --device cuda --sparse-free --out "$OUT/models_gpu.csv" \
+  timeout $((budget + 90)) $PY scripts/bench_models.py --device cuda --sparse-free --out "$OUT/models_gpu.csv" \
       --budget-s "$budget" ${DGL_BENCH_ARGS:-} 2>&1 | tee "$OUT/models_gpu.log" | tail -25
   [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
   $PY scripts/bench_models.py --summarize --device cuda --out "$OUT/models_gpu.csv" > "$OUT/models_gpu.md" 2>&1
