@@ -3,8 +3,9 @@ tests/gpu/test_dgl_gpu.py (CUDA, drawn from a seed). A case draws its choices fr
 (pick/integer/boolean), so either drawer makes the same kinds of cases; the graph's device is the
 device of every operand.
 
-Each case runs twice, through dgl_ugraph and through DGL, at three levels: the kernel functions
-themselves (values and max/min argument indices), dgl.ops with autograd, and update_all. A max/min
+Each case runs twice, through dgl_ugraph and through DGL, at four levels: the kernel functions
+themselves (values and max/min argument indices), dgl.ops with autograd, update_all and
+apply_edges with dgl.function builtins, and edge_softmax. A max/min
 tie may pick another argument than DGL, never another value; gradients then follow the argument,
 so they are compared where the arguments agree.
 """
@@ -278,7 +279,18 @@ def check_gsddmm(graphs, op, targets, dtype, direct, ch, wide=False):
             assert_close(ours, theirs, dtype, f"gsddmm {op} {lt}{rt} gradient")
 
 
-def check_update_all(graphs, msg, red, dtype, width, seed):
+def _message(msg):
+    """The dgl.function message builtin of that name, writing "m"."""
+    if msg.startswith("copy"):
+        return getattr(fn, msg)(msg[-1], "m")
+    a, _, b = msg.split("_")
+    return getattr(fn, msg)(a, b, "m")
+
+
+def _run_builtin(graphs, dtype, width, seed, call):
+    """call(graph) with source, destination and edge features "u", "v", "e" of one width set
+    (each requiring grad) gives a tensor; returns ((value, gradients of its sum) through
+    dgl_ugraph, the same through DGL)."""
     g = graphs[0]
     feats = {"u": tensor(g.num_src_nodes(), (width,), dtype, seed, True, g.device),
              "v": tensor(g.num_dst_nodes(), (width,), dtype, seed + 1, True, g.device),
@@ -287,24 +299,40 @@ def check_update_all(graphs, msg, red, dtype, width, seed):
     def run(gr):
         with gr.local_scope():
             gr.srcdata["u"], gr.dstdata["v"], gr.edata["e"] = feats["u"], feats["v"], feats["e"]
-            if msg.startswith("copy"):
-                mfunc = getattr(fn, msg)(msg[-1], "m")
-            else:
-                a, _, b = msg.split("_")
-                mfunc = getattr(fn, msg)(a, b, "m")
-            gr.update_all(mfunc, getattr(fn, red)("m", "h"))
-            out = gr.dstdata["h"]
+            out = call(gr)
         grads = torch.autograd.grad(out.sum(), list(feats.values()), allow_unused=True) if out.requires_grad else ()
         return out.detach(), grads
 
-    (out, grads), (ref, ref_grads) = run_both(run, graphs)
-    assert_close(out, ref, dtype, f"update_all {msg}/{red} value")
-    if red in ("max", "min"):
-        return  # arguments (hence gradients) may differ on ties; the kernel-level check compares them
+    return run_both(run, graphs)
+
+
+def _assert_grads(grads, ref_grads, dtype, what):
     for ours, theirs in zip(grads, ref_grads):
         assert (ours is None) == (theirs is None)
         if ours is not None:
-            assert_close(ours, theirs, dtype, f"update_all {msg}/{red} gradient")
+            assert_close(ours, theirs, dtype, what)
+
+
+def check_update_all(graphs, msg, red, dtype, width, seed):
+    def call(gr):
+        gr.update_all(_message(msg), getattr(fn, red)("m", "h"))
+        return gr.dstdata["h"]
+
+    (out, grads), (ref, ref_grads) = _run_builtin(graphs, dtype, width, seed, call)
+    assert_close(out, ref, dtype, f"update_all {msg}/{red} value")
+    if red in ("max", "min"):
+        return  # arguments (hence gradients) may differ on ties; the kernel-level check compares them
+    _assert_grads(grads, ref_grads, dtype, f"update_all {msg}/{red} gradient")
+
+
+def check_apply_edges(graphs, msg, dtype, width, seed):
+    def call(gr):
+        gr.apply_edges(_message(msg))
+        return gr.edata["m"]
+
+    (out, grads), (ref, ref_grads) = _run_builtin(graphs, dtype, width, seed, call)
+    assert_close(out, ref, dtype, f"apply_edges {msg} value")
+    _assert_grads(grads, ref_grads, dtype, f"apply_edges {msg} gradient")
 
 
 def check_edge_softmax(graphs, shape, norm_by, dtype, seed):

@@ -11,10 +11,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import dgl_ugraph
-from dgl_fuzz_cases import (GSDDMM_OPS, GSPMM_OPS, MESSAGES, REDUCERS, TARGETS, Raised, check_edge_softmax,
-                            check_gsddmm, check_gspmm, check_update_all, draw_graphs)
+from dgl_fuzz_cases import (GSDDMM_OPS, GSPMM_OPS, MESSAGES, REDUCERS, TARGETS, Raised, check_apply_edges,
+                            check_edge_softmax, check_gsddmm, check_gspmm, check_update_all, draw_graphs)
 
-CASES = {"gspmm": 800, "gsddmm": 800, "update_all": 400, "edge_softmax": 200}  # >= 2,000 per run
+CASES = {"gspmm": 800, "gsddmm": 800, "update_all": 400, "apply_edges": 200, "edge_softmax": 200}  # >= 2,000
 ran = {name: 0 for name in CASES}
 CPU_DTYPES = [torch.float64, torch.float32, torch.bfloat16]  # DGL's CPU kernels refuse float16
 FUZZ = settings(deadline=None, derandomize=False, print_blob=True,
@@ -80,6 +80,17 @@ def test_fuzz_update_all(graphs, msg, red, dtype, width, seed):
     ran["update_all"] += 1
     try:
         check_update_all(graphs, msg, red, dtype, width, seed)
+    except Raised:
+        pass
+
+
+@settings(FUZZ, max_examples=CASES["apply_edges"])
+@given(graphs=graphs(), msg=st.sampled_from(MESSAGES), dtype=st.sampled_from([torch.float32, torch.float64]),
+       width=st.integers(1, 4), seed=st.integers(0, 2 ** 30))
+def test_fuzz_apply_edges(graphs, msg, dtype, width, seed):
+    ran["apply_edges"] += 1
+    try:
+        check_apply_edges(graphs, msg, dtype, width, seed)
     except Raised:
         pass
 

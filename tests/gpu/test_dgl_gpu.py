@@ -125,7 +125,7 @@ def test_model_parity_and_full_interception(name, dtype, model_graph):
 
 # ---- the fuzz -------------------------------------------------------------------------------------
 
-FUZZ_CASES = {"gspmm": 700, "gsddmm": 700, "update_all": 400, "edge_softmax": 200}  # 2,000 per run
+FUZZ_CASES = {"gspmm": 600, "gsddmm": 600, "update_all": 400, "apply_edges": 200, "edge_softmax": 200}  # 2,000
 CHUNK = 100
 BASE_SEED = int(os.environ.get("DGL_UGRAPH_DGL_FUZZ_BASE", "9000000"))
 DTYPES = (torch.float32, torch.float64, torch.float16, torch.bfloat16)
@@ -150,11 +150,14 @@ def draw_case(kind: str, seed: int):
         op, targets, direct = ch.pick(cases.GSDDMM_OPS), ch.pick(cases.TARGETS), ch.boolean()
         return (f"{desc} {op} {''.join(targets)}{' direct' if direct else ''}",
                 lambda: cases.check_gsddmm(graphs, op, targets, dtype, direct, ch, wide=True))
-    if kind == "update_all":
+    if kind in ("update_all", "apply_edges"):
         msg, red = ch.pick(cases.MESSAGES), ch.pick(cases.REDUCERS)
         # a long dot in a half type: see cases.draw_feature_shapes
         width = ch.integer(1, 4) if "dot" in msg and dtype in cases.HALF else ch.pick((1, 2, 3, 4, 16, 33, 64))
         seed2 = ch.integer(0, 2 ** 30)
+        if kind == "apply_edges":
+            return (f"{desc} {msg} width {width}",
+                    lambda: cases.check_apply_edges(graphs, msg, dtype, width, seed2))
         return (f"{desc} {msg}/{red} width {width}",
                 lambda: cases.check_update_all(graphs, msg, red, dtype, width, seed2))
     shape, norm_by, seed2 = ch.pick(SOFTMAX_SHAPES), ch.pick(("dst", "src")), ch.integer(0, 2 ** 30)
