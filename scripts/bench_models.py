@@ -12,7 +12,25 @@ CPU mode (default), on real DGL 2.1.0:
   alike, and each reports the median. Every case is also checked for parity: eval outputs, and
   training outputs plus every parameter gradient (same dropout seed), equal within rtol 1e-4.
 
-GPU mode (`--gpu`, on the device machine; needs no DGL): replays the operator sequences recorded
+GPU mode under real DGL (`--device cuda`, on the GPU machine with the CUDA DGL build loaded; see
+scripts/gpu_check.sh, stage `dgl`):
+    python scripts/bench_models.py --device cuda --sparse-free --out $OUT/models_gpu.csv
+    python scripts/bench_models.py --summarize --device cuda --out $OUT/models_gpu.csv
+    python scripts/bench_models.py --merge $OUT/models_gpu.csv        # its rows into bench/models.csv
+
+  The same dgl.nn models (GCN, GAT, GIN, SAGE-mean, SAGE-pool) on cuda with the plugin on and off,
+  beside the same models written in PyG 2.8 (`pyg`, when torch_geometric imports; pyg_model says
+  how they differ) on the same graphs, features and widths, and the bound (`--sparse-free`), all
+  interleaved in one run; inference and training; parity on vs off. Each call is timed to
+  torch.cuda.synchronize() after one untimed warm-up call; the median of at least 3 calls, and of
+  more until each implementation ran 50 ms (TIMING). Graphs: the shared datasets
+  ($DGL_UGRAPH_DATASETS, else ../shared/datasets), graph_suite.LARGE (two 40M-edge graphs) and
+  the Table 3 stand-ins at full size, largest first; `--budget-s` (300 s) stops
+  starting cases, and every finished case's rows are already in the CSV. An implementation that
+  runs out of device memory on a case is left out of it, with a note. Rows carry the device's
+  name; CPU and GPU rows share bench/models.csv, and --summarize/plots.py take one device kind.
+
+GPU replay mode (`--gpu`, on the device machine; needs no DGL): replays the operator sequences recorded
 in bench/traces/ (the exact gspmm/gsddmm calls, dense ops, activations and edge_softmax DGL issues
 for each model, recorded from the CPU DGL run) through our kernels (`dgl_ugraph.ops.ugrapher`,
 impl `ugraph_replay`), through cuSPARSE/torch paths in place of ours (`torch_replay`), and
@@ -78,8 +96,10 @@ def standin_name(name: str, scale: float) -> str:
     return f"sim-{name}" if scale == 1.0 else f"sim-{name}@{scale:g}"
 
 
-def graph_cases(datasets: bool = True, standins=DEFAULT_STANDINS, only=None) -> Iterator[Tuple[str, dict]]:
-    """(name, lazy loader) for each benchmark graph: the shared datasets, then the stand-ins.
+def graph_cases(datasets: bool = True, standins=DEFAULT_STANDINS, only=None, scale=STANDIN_SCALE,
+                large=()) -> Iterator[Tuple[str, dict]]:
+    """(name, lazy loader) for each benchmark graph: the shared datasets, then the large graphs of
+    graph_suite.LARGE named in `large`, then the stand-ins (each at its `scale`, 1.0 where absent).
     A loader returns (src, dst, num_nodes, feat, labels); feat and labels may be None."""
     if datasets:
         root = gs.datasets_dir()
@@ -90,13 +110,16 @@ def graph_cases(datasets: bool = True, standins=DEFAULT_STANDINS, only=None) -> 
                 feat = torch.from_numpy(z["feat"]).float() if "feat" in z else None
                 labels = torch.from_numpy(z["label"].astype(np.int64)) if "label" in z else None
             yield name, (lambda s=src, d=dst, n=n, f=feat, l=labels: (s, d, n, f, l))
+    for spec in gs.LARGE:
+        if spec.name in large and not (only and spec.name not in only):
+            yield spec.name, (lambda spec=spec: gs.make(spec) + (None, None))
     by_name = {s.name: s for s in gs.PAPER_STANDINS}
     for name in standins:
-        scale = STANDIN_SCALE.get(name, 1.0)
-        label = standin_name(name, scale)
+        factor = scale.get(name, 1.0)
+        label = standin_name(name, factor)
         if only and label not in only:
             continue
-        spec = by_name[name] if scale == 1.0 else gs.scaled(by_name[name], scale)
+        spec = by_name[name] if factor == 1.0 else gs.scaled(by_name[name], factor)
         yield label, (lambda spec=spec: gs.make(spec) + (None, None))
 
 
@@ -140,10 +163,10 @@ def build_model(name: str, in_size: int, classes: int):
     raise ValueError(f"unknown model {name!r}")
 
 
-def make_dgl_graph(src, dst, n, prepare=None):
+def make_dgl_graph(src, dst, n, prepare=None, device="cpu"):
     import dgl
 
-    g = dgl.graph((src, dst), num_nodes=n)
+    g = dgl.graph((src.to(device), dst.to(device)), num_nodes=n)
     if prepare is not None:
         g = prepare(g)
     return g.formats(["csc", "coo", "csr"])  # as the models use it; formats are built on first use
@@ -152,19 +175,20 @@ def make_dgl_graph(src, dst, n, prepare=None):
 # ---- timing -------------------------------------------------------------------------------------------
 
 
-def inference_fn(model, g, feat):
+def inference_fn(model, *inputs):
     def run():
         model.eval()
         with torch.no_grad():
-            return model(g, feat)
+            return model(*inputs)
     return run
 
 
-def training_fn(model, g, feat, labels):
+def training_fn(model, labels, *inputs):
+    """One training step without the optimizer: forward, cross-entropy, backward."""
     def run():
         model.train()
         model.zero_grad(set_to_none=True)
-        out = model(g, feat)
+        out = model(*inputs)
         F.cross_entropy(out, labels).backward()
         return out
     return run
@@ -211,14 +235,17 @@ def parity(ours: List[torch.Tensor], theirs: List[torch.Tensor], rtol: float = R
 
 
 def interleaved_ms(fns: Dict[str, Callable], reps: int, warmup: int, min_s: float, max_reps: int = 60,
-                   max_s: float = 30.0) -> Dict[str, List[float]]:
+                   max_s: float = 30.0, sync: Callable[[], None] = lambda: None) -> Dict[str, List[float]]:
     """Times each fn, interleaved (a, b, a, b, ...), after `warmup` untimed calls of each: at least
     `reps` times, and on until each has run `min_s` seconds in all (at most `max_reps` times), so
     that sub-millisecond cases get enough repeats for a median that load spikes from other
-    processes cannot move; stops after `max_s` seconds once `reps` are done."""
+    processes cannot move; stops after `max_s` seconds once `reps` are done. On a GPU, `sync`
+    (torch.cuda.synchronize) ends each call, so a time is the host's wall time until the device
+    has finished: kernels and every host overhead, as the user waits for them."""
     for _ in range(warmup):
         for impl, fn in fns.items():
             _call(impl, fn)
+    sync()
     times = {impl: [] for impl in fns}
     start = time.perf_counter()
     i = 0
@@ -226,6 +253,7 @@ def interleaved_ms(fns: Dict[str, Callable], reps: int, warmup: int, min_s: floa
         for impl, fn in fns.items():
             t0 = time.perf_counter()
             _call(impl, fn)
+            sync()
             times[impl].append((time.perf_counter() - t0) * 1e3)
         i += 1
         if i >= reps and (i >= max_reps or time.perf_counter() - start > max_s
@@ -335,38 +363,91 @@ def results_on_and_off(model, g, feat, labels, state, mode):
     dgl_ugraph.enable()
     ours = training_result(model, g, feat, labels, state)
     model.load_state_dict(state)
-    return training_fn(model, g, feat, labels), ours, ref
+    return training_fn(model, labels, g, feat), ours, ref
 
 
-def bench_case(model_name, gname, loaded, args, device_name) -> List[dict]:
-    import dgl_ugraph
-
+def prepare_inputs(loaded, device="cpu"):
+    """(src, dst, n, feat, labels, classes) of a loaded graph, tensors on `device`; once per graph,
+    for every model and implementation."""
     src, dst, n, feat, labels = loaded
     feat, labels, classes = features(n, feat, labels)
+    return src.to(device), dst.to(device), n, feat.to(device), labels.to(device), classes
+
+
+def pyg_fns(model_name, feat, labels, classes, edge_index):
+    """{mode: fn} of PyG's model of the same sizes on the same inputs, or None where PyG has none."""
+    torch.manual_seed(0)
+    net = pyg_model(model_name, feat.shape[1], classes)
+    if net is None:
+        return None
+    net = net.to(feat.device)
+    return {"inference": inference_fn(net, feat, edge_index), "training": training_fn(net, labels, feat, edge_index)}
+
+
+# Implementations a case can do without, in the order they are left out when the device runs out
+# of memory: the bound holds every sparse result of a run, PyG every message of a layer.
+OPTIONAL_IMPLS = (SPARSE_FREE, "pyg")
+
+
+def timed_impls(impls, args, sync, label) -> Dict[str, List[float]]:
+    """interleaved_ms over impls; an optional implementation that does not fit in device memory
+    is left out of the case, with a note (and no row)."""
+    while True:
+        try:
+            return interleaved_ms(impls, args.reps, args.warmup, args.min_s, args.max_reps, args.case_max_s, sync)
+        except torch.cuda.OutOfMemoryError:
+            torch.cuda.empty_cache()
+            drop = next((k for k in OPTIONAL_IMPLS if k in impls), None)
+            if drop is None:
+                raise
+            print(f"{label}: {drop} ran out of device memory; left out of this case", flush=True)
+            impls = {k: v for k, v in impls.items() if k != drop}
+
+
+def bench_case(model_name, gname, inputs, args, device_name, edge_index=None) -> List[dict]:
+    """Rows of one model on one graph (inputs from prepare_inputs), per mode: DGL with the plugin
+    off and on, the bound (--sparse-free) and, given PyG's edge_index, PyG's model."""
+    src, dst, n, feat, labels, classes = inputs
+    device = feat.device
     torch.manual_seed(0)
     model, prepare = build_model(model_name, feat.shape[1], classes)
-    g = make_dgl_graph(src, dst, n, prepare)
+    model = model.to(device)
+    g = make_dgl_graph(src, dst, n, prepare, device)
     state = {k: v.clone() for k, v in model.state_dict().items()}
+    pyg = pyg_fns(model_name, feat, labels, classes, edge_index) if edge_index is not None else None
+    sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
     rows = []
     for mode in args.modes:
         fn, ours, ref = results_on_and_off(model, g, feat, labels, state, mode)
         maxdiff, ok = parity(ours, ref)
         share = ugraph_share(fn)
         impls = {"dgl": fn, "ugraph": fn}
+        if pyg is not None:
+            impls["pyg"] = pyg[mode]
         if args.sparse_free:
             fn.sparse_free = SparseFree(fn)
-            fn.sparse_free.record()
-            impls[SPARSE_FREE] = fn
-        times = interleaved_ms(impls, args.reps, args.warmup, args.min_s, args.max_reps, args.case_max_s)
+            try:
+                fn.sparse_free.record()
+                impls[SPARSE_FREE] = fn
+            except torch.cuda.OutOfMemoryError:
+                fn.sparse_free.results = []
+                torch.cuda.empty_cache()
+                print(f"{model_name} {gname} {mode}: {SPARSE_FREE}'s recorded results do not fit in device memory; "
+                      "left out of this case", flush=True)
+        times = timed_impls(impls, args, sync, f"{model_name} {gname} {mode}")
+        if SPARSE_FREE in impls:
+            fn.sparse_free.results = []  # the recorded results: device memory the next case needs
         for impl, ts in times.items():
             rows.append(dict(device=device_name, model=model_name, graph=gname, mode=mode, impl=impl,
                              ms=round(statistics.median(ts), 4), V=n, E=g.num_edges(), feat=feat.shape[1],
                              classes=classes, ms_min=round(min(ts), 4), ms_max=round(max(ts), 4), reps=len(ts),
                              parity_maxdiff=f"{maxdiff:.3g}", parity_ok=int(ok),
                              ugraph_share=round(share, 4) if impl == "ugraph" else ""))
-        d, u = (statistics.median(times[k]) for k in ("dgl", "ugraph"))
-        bound = f"  bound x{d / statistics.median(times[SPARSE_FREE]):5.2f}" if SPARSE_FREE in times else ""
-        print(f"{model_name:9} {gname:28} {mode:9} dgl {d:9.2f} ms  ugraph {u:9.2f} ms  x{d / u:5.2f}{bound}  "
+        med = {k: statistics.median(v) for k, v in times.items()}
+        d, u = med["dgl"], med["ugraph"]
+        bound = f"  bound x{d / med[SPARSE_FREE]:5.2f}" if SPARSE_FREE in med else ""
+        vs_pyg = f"  pyg {med['pyg']:9.2f} ms (x{med['pyg'] / u:5.2f})" if "pyg" in med else ""
+        print(f"{model_name:9} {gname:28} {mode:9} dgl {d:9.2f} ms  ugraph {u:9.2f} ms  x{d / u:5.2f}{bound}{vs_pyg}  "
               f"parity {maxdiff:.1e} {'ok' if ok else 'FAIL'}  share {share:.2f}", flush=True)
     model.load_state_dict(state)
     return rows
@@ -395,27 +476,76 @@ def write_rows(path, rows, append):
         w.writerows(rows)
 
 
-def run_cpu(args):
-    import dgl  # noqa: F401  (the plugin hooks DGL's import)
+# Timing defaults per device: on 2 shared CPU cores a case repeats until each implementation ran
+# half a second (load spikes); a GPU is steadier, and its run must fit one call to the machine.
+TIMING = {"cpu": dict(reps=5, warmup=1, min_s=0.5, max_reps=60, case_max_s=20.0, budget_s=2400.0),
+          "cuda": dict(reps=3, warmup=1, min_s=0.05, max_reps=30, case_max_s=4.0, budget_s=300.0)}
+
+
+def run_dgl(args):
+    """The models/ networks under real DGL with the plugin on and off, on args.device; on a GPU
+    also PyG's models (when torch_geometric imports) on the same graphs, features and widths."""
+    import dgl
     import dgl_ugraph
 
     dgl_ugraph.enable()
-    device_name = cpu_device_name()
-    print(f"{device_name}; dgl_ugraph from {os.path.dirname(dgl_ugraph.__file__)}; "
+    device = torch.device(args.device)
+    gpu = device.type == "cuda"
+    if gpu:
+        if not torch.cuda.is_available():
+            raise SystemExit("--device cuda needs a GPU")
+        torch.backends.cuda.matmul.allow_tf32 = False  # the same float32 dense math in every impl
+        torch.backends.cudnn.allow_tf32 = False
+        device_name = f"{torch.cuda.get_device_name(device)} (torch {torch.__version__}, DGL {dgl.__version__})"
+    else:
+        device_name = cpu_device_name()
+    use_pyg = gpu if args.pyg is None else args.pyg
+    pyg_note = "no PyG rows"
+    if use_pyg:
+        try:
+            import torch_geometric
+            pyg_note = f"torch_geometric {torch_geometric.__version__}"
+        except ImportError:
+            if args.pyg:
+                raise
+            use_pyg, pyg_note = False, "no torch_geometric: the pyg rows are left out"
+    print(f"{device_name}; dgl_ugraph from {os.path.dirname(dgl_ugraph.__file__)}; {pyg_note}; "
           f"OMP_WAIT_POLICY={os.environ.get('OMP_WAIT_POLICY')}", flush=True)
+    if not args.no_datasets:
+        found = gs.datasets_dir()
+        print(f"datasets: {found}" if found else "datasets: none found (set DGL_UGRAPH_DATASETS): only synthetic "
+              "graphs run", flush=True)
     only = set(args.only.split(",")) if args.only else None
-    standins = [s for s in (args.standins.split(",") if args.standins else DEFAULT_STANDINS) if s]
+    standins = [s for s in (args.standins.split(",") if args.standins is not None else DEFAULT_STANDINS) if s]
+    large = [s for s in (args.large.split(",") if args.large is not None else
+                         ([spec.name for spec in gs.LARGE] if gpu else [])) if s]
+    if gpu:  # full size, largest first: a budget that runs out drops the smallest stand-ins
+        edges = {spec.name: spec.num_edges for spec in gs.PAPER_STANDINS}
+        standins = sorted(standins, key=lambda name: -edges[name])
     models = args.models.split(",")
     write_rows(args.out, [], append=args.append)
     t0 = time.time()
-    for gname, load in graph_cases(not args.no_datasets, standins, only):
+    cases = graph_cases(not args.no_datasets, standins, only, {} if gpu else STANDIN_SCALE, large)
+    for gname, load in cases:
         if time.time() - t0 > args.budget_s:
             print(f"budget of {args.budget_s:.0f} s reached: stopping before {gname}", flush=True)
             break
-        loaded = load()
-        for model_name in models:
-            rows = bench_case(model_name, gname, loaded, args, device_name)
+        inputs = prepare_inputs(load(), device)
+        edge_index = torch.stack([inputs[0], inputs[1]]) if use_pyg else None
+        for i, model_name in enumerate(models):
+            if i and time.time() - t0 > args.budget_s:
+                print(f"budget of {args.budget_s:.0f} s reached: stopping before {model_name} on {gname}", flush=True)
+                break
+            try:
+                rows = bench_case(model_name, gname, inputs, args, device_name, edge_index)
+            except torch.cuda.OutOfMemoryError as exc:
+                print(f"{model_name} {gname}: DGL ran out of device memory, case left out ({str(exc).splitlines()[0]})",
+                      flush=True)
+                rows = []
             write_rows(args.out, rows, append=True)
+        del inputs, edge_index
+        if gpu:
+            torch.cuda.empty_cache()
     print(f"done in {time.time() - t0:.0f} s; rows in {args.out}")
 
 
@@ -1025,40 +1155,54 @@ def record_all(args):
 
 
 def pyg_model(name: str, in_size: int, classes: int):
-    """PyG 2.8 models of the paper's sizes, as a PyG user writes them (edge_index input; GCNConv
-    and GATConv add self-loops themselves). None where PyG has no equivalent layer."""
+    """PyG 2.8 models of the paper's sizes, as a PyG user writes them: an edge_index input, the
+    layers, activations, normalizations and dropouts of models/*.py in the same places. None
+    where PyG has no equivalent layer. What differs from the DGL models, all of it PyG's own way:
+    - GCNConv and GATConv add the self-loops in every forward (the DGL models get a graph with
+      self-loops once); GCNConv recomputes its symmetric normalization in every forward (DGL's
+      GraphConv recomputes the degrees too);
+    - aggregation is torch's scatter over an edge_index in the graph's edge order (PyG 2.8's
+      default without torch_sparse/pyg-lib), where DGL runs sparse kernels on its CSC;
+    - SAGE-pool: DGL's pool is max over relu(fc_pool(h)) with fc_pool square and biased, then
+      fc_neigh + fc_self; SAGEConv(aggr="max", project=True) is that layer exactly (a biased
+      square projection with relu, max, lin_l + lin_r), with the bias on lin_l instead of a
+      separate one;
+    - weights are PyG's own initialization (no parity is claimed: the rows time the same work)."""
     import torch.nn as nn
     from torch_geometric import nn as pnn
 
     class Net(nn.Module):
-        def __init__(self, convs, act, final=None, norms=None, dropout=0.5):
+        def __init__(self, convs, act, final=None, norms=None, dropout=0.5, input_dropout=True):
             super().__init__()
             self.convs, self.act, self.final = nn.ModuleList(convs), act, final
             self.norms = nn.ModuleList(norms) if norms else None
             self.dropout = nn.Dropout(dropout)
+            self.input_dropout = input_dropout
 
         def forward(self, x, edge_index):
             for i, conv in enumerate(self.convs):
-                x = conv(self.dropout(x), edge_index)
+                if i or self.input_dropout:
+                    x = self.dropout(x)
+                x = conv(x, edge_index)
                 if self.norms is not None:
                     x = self.norms[i](x)
                 if i != len(self.convs) - 1 or self.final is not None:
                     x = self.act(x)
-            return self.final(x) if self.final is not None else x
+            return self.final(self.dropout(x)) if self.final is not None else x
 
-    if name == "GCN":
-        return Net([pnn.GCNConv(in_size, 16), pnn.GCNConv(16, classes)], F.relu)
-    if name == "GAT":
+    if name == "GCN":  # models/gcn.py: dropout between the layers only
+        return Net([pnn.GCNConv(in_size, 16), pnn.GCNConv(16, classes)], F.relu, input_dropout=False)
+    if name == "GAT":  # models/gat.py: feat_drop before each layer, attn_drop on the attention
         return Net([pnn.GATConv(in_size, 8, heads=8, dropout=0.6), pnn.GATConv(64, classes, heads=1, dropout=0.6)],
                    F.elu, dropout=0.6)
-    if name == "GIN":
+    if name == "GIN":  # models/gin.py: dropout(relu(norm(conv))) per layer, then the classifier
         def mlp(i):
             return nn.Sequential(nn.Linear(i, 64, bias=False), nn.BatchNorm1d(64), nn.ReLU(), nn.Linear(64, 64))
         return Net([pnn.GINConv(mlp(in_size if i == 0 else 64), train_eps=True) for i in range(5)], F.relu,
-                   final=nn.Linear(64, classes), norms=[nn.BatchNorm1d(64) for _ in range(5)])
-    if name == "SAGE-mean":
+                   final=nn.Linear(64, classes), norms=[nn.BatchNorm1d(64) for _ in range(5)], input_dropout=False)
+    if name == "SAGE-mean":  # models/sage.py: dropout on the input and between the layers
         return Net([pnn.SAGEConv(in_size, 16, aggr="mean"), pnn.SAGEConv(16, classes, aggr="mean")], F.relu)
-    if name == "SAGE-pool":  # DGL's pool: max over relu(fc_pool(h)); PyG's project=True is that
+    if name == "SAGE-pool":
         return Net([pnn.SAGEConv(in_size, 16, aggr="max", project=True),
                     pnn.SAGEConv(16, classes, aggr="max", project=True)], F.relu)
     return None  # SAGE-gcn: PyG's SAGEConv has no gcn aggregator
@@ -1205,10 +1349,48 @@ def recheck_parity(args):
     write_rows(path, rows, append=False)
 
 
-def summarize(path, impl="ugraph", baseline="dgl") -> str:
-    """Markdown tables of a models CSV: geomean speedups (baseline ms / impl ms) overall, by
-    graph set and per model, and every case where impl is slower."""
-    rows = list(csv.DictReader(open(path, newline="")))
+def device_kind(device: str) -> str:
+    """cpu or cuda, from a row's device column (CPU rows start with "cpu")."""
+    return "cpu" if device.startswith("cpu") else "cuda"
+
+
+def graph_set(name: str) -> str:
+    """real (the shared datasets), standin (uGrapher's Table 3) or large (graph_suite.LARGE)."""
+    if name.startswith("sim-"):
+        return "standin"
+    return "large" if name in {spec.name for spec in gs.LARGE} else "real"
+
+
+GROUPS = {
+    "cpu": [("all graphs", lambda c: True),
+            ("shared datasets (real graphs)", lambda c: graph_set(c["graph"]) == "real"),
+            ("paper stand-ins (synthetic)", lambda c: graph_set(c["graph"]) == "standin"),
+            ("graphs with E >= 50K", lambda c: c["E"] >= 50_000),
+            ("graphs with E < 10K", lambda c: c["E"] < 10_000)],
+    "cuda": [("all graphs", lambda c: True),
+             ("shared datasets (real graphs)", lambda c: graph_set(c["graph"]) == "real"),
+             ("uGrapher Table 3 stand-ins, full size", lambda c: graph_set(c["graph"]) == "standin"),
+             ("large synthetic graphs (40M edges)", lambda c: graph_set(c["graph"]) == "large"),
+             ("graphs with E > 100K", lambda c: c["E"] > 100_000),
+             ("graphs with E >= 1M", lambda c: c["E"] >= 1_000_000),
+             ("graphs with E < 100K", lambda c: c["E"] < 100_000)],
+}
+
+
+def read_rows(path, kind: str) -> List[dict]:
+    """The rows of one device kind; several devices of that kind are refused (one run, one device)."""
+    rows = [r for r in csv.DictReader(open(path, newline="")) if device_kind(r["device"]) == kind]
+    devices = sorted({r["device"] for r in rows})
+    if len(devices) > 1:
+        raise SystemExit(f"{path} has {kind} rows of several devices {devices}: summarize one run's CSV")
+    return rows
+
+
+def summarize(path, impl="ugraph", baseline="dgl", kind="cpu", details=True) -> str:
+    """Markdown tables of a models CSV's rows of one device kind: geomean speedups (baseline ms /
+    impl ms) overall, by graph set and per model, and (details) every case where impl is slower
+    and the parity results."""
+    rows = read_rows(path, kind)
     ms = {(r["mode"], r["model"], r["graph"], r["impl"]): r for r in rows}
     cases = []
     for (mode, model, graph, i), r in ms.items():
@@ -1226,12 +1408,7 @@ def summarize(path, impl="ugraph", baseline="dgl") -> str:
     modes = [m for m in MODES if any(c["mode"] == m for c in cases)]
     lines = [f"| cases | " + " | ".join(f"{m} geomean (cases)" for m in modes) + " |",
              "|---|" + "---|" * len(modes)]
-    groups = [("all graphs", lambda c: True),
-              ("shared datasets (real graphs)", lambda c: not c["graph"].startswith("sim-")),
-              ("paper stand-ins (synthetic)", lambda c: c["graph"].startswith("sim-")),
-              ("graphs with E >= 50K", lambda c: c["E"] >= 50_000),
-              ("graphs with E < 10K", lambda c: c["E"] < 10_000)]
-    for label, keep in groups:
+    for label, keep in GROUPS[kind]:
         cells = []
         for m in modes:
             g, k = gm(c["x"] for c in cases if c["mode"] == m and keep(c))
@@ -1245,10 +1422,14 @@ def summarize(path, impl="ugraph", baseline="dgl") -> str:
             xs = [c["x"] for c in cases if c["mode"] == m and c["model"] == model]
             g, k = gm(xs)
             cells.append(f"{g:.2f}x, {min(xs):.2f}-{max(xs):.2f}" if k else "-")
-        lines.append(f"| {model} | " + " | ".join(cells) + " |")
+        if any(cell != "-" for cell in cells):
+            lines.append(f"| {model} | " + " | ".join(cells) + " |")
+    if not details:
+        return "\n".join(lines)
     slow = sorted((c for c in cases if c["x"] < 1.0), key=lambda c: c["x"])
     lines += ["", f"Slower with {impl} than {baseline}: {len(slow)} of {len(cases)} cases; "
-              f"{sum(c['x'] < 0.9 for c in slow)} by more than 10%, {sum(c['x'] < 0.75 for c in slow)} by more than 25%.",
+              f"{sum(c['x'] < 0.9 for c in slow)} by more than 10%, {sum(c['x'] < 0.75 for c in slow)} by more than 25%; "
+              f"{sum(c['E'] > 100_000 for c in slow)} on graphs with more than 100K edges.",
               "", "| model | slower cases (inference, training) | of which < 0.9x | worst |", "|---|---|---|---|"]
     for model in MODELS:
         mine = [c for c in slow if c["model"] == model]
@@ -1269,6 +1450,56 @@ def summarize(path, impl="ugraph", baseline="dgl") -> str:
         lines.append(f"- {c['model']} {c['graph']} {c['mode']}: float32 maxdiff {c['maxdiff']}"
                      + (f"; float64 maxdiff {c['fp64']}" if c["fp64"] else ""))
     return "\n".join(lines)
+
+
+def pyg_gap(rows) -> str:
+    """On the shared datasets (real graphs, all small): how far PyG is ahead of dgl_ugraph, and how
+    much of that gap DGL's own time explains. DGL's own time is what the same program still takes
+    with every sparse call free (dgl_sparse_free); in a case where PyG is faster than us, the part
+    of the gap (ours - PyG) that dgl_sparse_free - PyG covers is out of any kernel's reach."""
+    ms = {(r["mode"], r["model"], r["graph"], r["impl"]): float(r["ms"]) for r in rows}
+    lines = ["| mode | cases | PyG faster than dgl_ugraph | dgl_ugraph / PyG (geomean) | "
+             "dgl_sparse_free / PyG (geomean) | DGL / PyG (geomean) | share of the gap that is DGL's own time "
+             "(summed ms; median case) |", "|---|---|---|---|---|---|---|"]
+    for mode in MODES:
+        keys = sorted({k[:3] for k in ms if k[0] == mode and graph_set(k[2]) == "real"
+                       and all((*k[:3], i) in ms for i in ("dgl", "ugraph", "pyg", SPARSE_FREE))})
+        if not keys:
+            continue
+        ours, pyg, free, dgl = ([ms[(*k, i)] for k in keys] for i in ("ugraph", "pyg", SPARSE_FREE, "dgl"))
+        behind = [i for i in range(len(keys)) if ours[i] > pyg[i]]
+        shares = sorted(min(max(free[i] - pyg[i], 0.0), ours[i] - pyg[i]) / (ours[i] - pyg[i]) for i in behind)
+        summed = sum(min(max(free[i] - pyg[i], 0.0), ours[i] - pyg[i]) for i in behind) / \
+            max(sum(ours[i] - pyg[i] for i in behind), 1e-12)
+
+        def gm(a, b):
+            return math.exp(sum(math.log(x / y) for x, y in zip(a, b)) / len(a))
+        median = f"{100 * shares[len(shares) // 2]:.0f}%" if shares else "-"
+        lines.append(f"| {mode} | {len(keys)} | {len(behind)} | {gm(ours, pyg):.2f} | {gm(free, pyg):.2f} | "
+                     f"{gm(dgl, pyg):.2f} | {100 * summed:.0f}%; {median} |" if behind else
+                     f"| {mode} | {len(keys)} | 0 | {gm(ours, pyg):.2f} | {gm(free, pyg):.2f} | {gm(dgl, pyg):.2f} | - |")
+    return "\n".join(lines)
+
+
+def summarize_gpu(path) -> str:
+    """The GPU run's tables (the non-CPU rows of one device): dgl_ugraph vs DGL-native, vs PyG
+    2.8 and DGL-native vs PyG, the sparse-free bound, and the gap to PyG on the real graphs."""
+    rows = read_rows(path, "cuda")
+    if not rows:
+        return f"{path}: no GPU rows"
+    impls = {r["impl"] for r in rows}
+    parts = [f"Device: {rows[0]['device']}; {len({(r['model'], r['graph']) for r in rows})} (model, graph) cases.",
+             "", "### dgl_ugraph vs DGL-native (DGL ms / dgl_ugraph ms)", "", summarize(path, "ugraph", "dgl", "cuda")]
+    if "pyg" in impls:
+        parts += ["", "### dgl_ugraph vs PyG 2.8 (PyG ms / dgl_ugraph ms)", "",
+                  summarize(path, "ugraph", "pyg", "cuda", details=False),
+                  "", "### DGL-native vs PyG 2.8 (PyG ms / DGL ms)", "", summarize(path, "dgl", "pyg", "cuda", details=False)]
+    if SPARSE_FREE in impls:
+        parts += ["", f"### The bound: DGL with every gspmm/gsddmm answered by a copy of its result (DGL ms / "
+                      f"{SPARSE_FREE} ms)", "", summarize(path, SPARSE_FREE, "dgl", "cuda", details=False)]
+    if "pyg" in impls and SPARSE_FREE in impls:
+        parts += ["", "### The gap to PyG on the shared datasets (real graphs, all under 1M edges)", "", pyg_gap(rows)]
+    return "\n".join(parts)
 
 
 def profile_ops(model_name, gname, reps=5):
@@ -1335,40 +1566,72 @@ def print_profiles(specs):
             print(f"| {key} | {prof['dgl'].get(key, 0):.3f} | {prof['ugraph'].get(key, 0):.3f} |")
 
 
+def merge(source, target):
+    """Replaces target's rows of the devices that source has rows for with source's rows (a GPU
+    run's CSV into bench/models.csv, whose CPU rows stay)."""
+    new = list(csv.DictReader(open(source, newline="")))
+    devices = {r["device"] for r in new}
+    old = [r for r in csv.DictReader(open(target, newline=""))] if pathlib.Path(target).exists() else []
+    kept = [r for r in old if r["device"] not in devices]
+    write_rows(target, kept + new, append=False)
+    print(f"{target}: {len(kept)} rows kept, {len(new)} rows of {sorted(devices)} from {source}")
+
+
+# The models of the GPU run: those of the issue's acceptance (SAGE-gcn has no PyG twin).
+GPU_MODELS = ("GCN", "GAT", "GIN", "SAGE-mean", "SAGE-pool")
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--gpu", action="store_true", help="replay the traces on the GPU against PyG and cuSPARSE")
+    ap.add_argument("--device", default="cpu", help="cpu, or cuda: the models under real DGL on the GPU")
+    ap.add_argument("--gpu", action="store_true", help="replay the traces on the GPU against PyG and cuSPARSE (no DGL)")
     ap.add_argument("--record-traces", action="store_true", help="only record the op-sequence traces")
     ap.add_argument("--recheck-parity", action="store_true", help="re-check failed parity cases in float64")
-    ap.add_argument("--summarize", action="store_true", help="print the markdown summary of --out")
+    ap.add_argument("--summarize", action="store_true",
+                    help="print the markdown summary of --out's rows of --device (cuda: every non-CPU row)")
+    ap.add_argument("--merge", default="", help="CSV of a run: replace --out's rows of its devices with its rows")
     ap.add_argument("--profile", default="", help="MODEL:GRAPH,...: time per gspmm/gsddmm pattern, plugin off/on")
-    ap.add_argument("--impl", default="ugraph", help="--summarize: the implementation")
-    ap.add_argument("--baseline", default="dgl", help="--summarize: the baseline (dgl; --gpu: pyg, torch_cusparse)")
-    ap.add_argument("--out", default=None, help="CSV (default bench/models.csv; --gpu: bench/models_gpu.csv)")
+    ap.add_argument("--impl", default=None, help="--summarize: the implementation (default ugraph)")
+    ap.add_argument("--baseline", default=None,
+                    help="--summarize: the baseline (default dgl; on cuda, either one gives that table alone)")
+    ap.add_argument("--out", default=None,
+                    help="CSV (default bench/models.csv; --device cuda: bench/models_gpu.csv; --gpu: "
+                         "bench/models_gpu_replay.csv)")
     ap.add_argument("--append", action="store_true", help="append to --out instead of rewriting it")
-    ap.add_argument("--models", default=",".join(MODELS))
+    ap.add_argument("--models", default=None, help=f"default: all on CPU, {','.join(GPU_MODELS)} on cuda")
     ap.add_argument("--modes", default=",".join(MODES))
     ap.add_argument("--only", default="", help="comma-separated graph names (default: all)")
-    ap.add_argument("--standins", default=",".join(DEFAULT_STANDINS),
-                    help="comma-separated graph_suite.PAPER_STANDINS names ('' for none)")
+    ap.add_argument("--standins", default=None,
+                    help="comma-separated graph_suite.PAPER_STANDINS names ('' for none; default all: scaled "
+                         "to STANDIN_SCALE on CPU, full size on cuda)")
+    ap.add_argument("--large", default=None,
+                    help="comma-separated graph_suite.LARGE names (default: none on CPU, all on cuda)")
     ap.add_argument("--no-datasets", action="store_true")
+    ap.add_argument("--pyg", action=argparse.BooleanOptionalAction, default=None,
+                    help="time PyG 2.8's models too (default: on cuda when torch_geometric imports)")
     ap.add_argument("--sparse-free", action="store_true",
                     help=f"also time {SPARSE_FREE}: DGL with every gspmm/gsddmm answered by a copy of its "
                          "recorded result (the most any kernel replacement could gain)")
-    ap.add_argument("--reps", type=int, default=5)
-    ap.add_argument("--warmup", type=int, default=1)
-    ap.add_argument("--min-s", type=float, default=0.5, help="repeat each impl of a case until it ran this long")
-    ap.add_argument("--max-reps", type=int, default=60)
-    ap.add_argument("--case-max-s", type=float, default=20.0, help="stop repeating a case (after --reps) past this")
-    ap.add_argument("--budget-s", type=float, default=2400.0, help="stop starting new graphs after this")
+    ap.add_argument("--reps", type=int, default=None, help="default per device: TIMING")
+    ap.add_argument("--warmup", type=int, default=None)
+    ap.add_argument("--min-s", type=float, default=None, help="repeat each impl of a case until it ran this long")
+    ap.add_argument("--max-reps", type=int, default=None)
+    ap.add_argument("--case-max-s", type=float, default=None, help="stop repeating a case (after --reps) past this")
+    ap.add_argument("--budget-s", type=float, default=None,
+                    help="start no new case after this; the rows so far are in --out (default per device: TIMING)")
     ap.add_argument("--traces", default=str(ROOT / "bench" / "traces"))
     ap.add_argument("--gpu-reps", type=int, default=20)
     ap.add_argument("--gpu-device", default="cuda", help="--gpu: the device (cpu only to test the path)")
     ap.add_argument("--gpu-scaled", action="store_true", help="--gpu: the stand-ins at their CPU scale, not full size")
     args = ap.parse_args(argv)
     args.modes = [m for m in args.modes.split(",") if m]
+    kind = "cuda" if torch.device(args.device).type == "cuda" else "cpu"
+    for key, value in TIMING[kind].items():
+        if getattr(args, key) is None:
+            setattr(args, key, value)
+    args.models = args.models or ",".join(GPU_MODELS if kind == "cuda" else MODELS)
     if args.gpu:
-        args.out = args.out or str(ROOT / "bench" / "models_gpu.csv")
+        args.out = args.out or str(ROOT / "bench" / "models_gpu_replay.csv")
         return run_gpu(args)
     if args.record_traces:
         return record_all(args)
@@ -1376,11 +1639,17 @@ def main(argv=None):
         return recheck_parity(args)
     if args.profile:
         return print_profiles(args.profile.split(","))
+    if args.merge:
+        return merge(args.merge, args.out or ROOT / "bench" / "models.csv")
     if args.summarize:
-        print(summarize(args.out or ROOT / "bench" / "models.csv", args.impl, args.baseline))
+        path = args.out or ROOT / "bench" / "models.csv"
+        if kind == "cuda" and args.impl is None and args.baseline is None:
+            print(summarize_gpu(path))
+        else:
+            print(summarize(path, args.impl or "ugraph", args.baseline or "dgl", kind))
         return None
-    args.out = args.out or str(ROOT / "bench" / "models.csv")
-    return run_cpu(args)
+    args.out = args.out or str(ROOT / ("bench/models_gpu.csv" if kind == "cuda" else "bench/models.csv"))
+    return run_dgl(args)
 
 
 if __name__ == "__main__":

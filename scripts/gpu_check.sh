@@ -1,8 +1,15 @@
 #!/usr/bin/env bash
 # One call on the GPU machine: build, test, sanitize and benchmark; results under $OUT.
-#   bash scripts/gpu_check.sh [build] [test] [sanitize] [bench] [collect]   (default: build test sanitize bench)
+#   bash scripts/gpu_check.sh [build] [test] [sanitize] [bench] [collect] [dgl | dgl-test dgl-bench]
+#   (default: build test sanitize bench)
 # The CUDA library is taken from .prebuilt/ when its source hash matches these sources (build it
 # here with `make cuda-lib`); otherwise everything is built on the GPU machine.
+# Stage dgl (= dgl-test + dgl-bench) runs the plugin under real DGL: it needs, carried in the
+# git-ignored .gpu-deps/, the CUDA DGL build of ../shared/dgl-cuda and the shared datasets:
+#   mkdir -p .gpu-deps && cp ../shared/dgl-cuda/dgl-2.4.0-cuda13-sm90-torch2.11.tar.xz .gpu-deps/ \
+#     && cp -r ../shared/datasets .gpu-deps/datasets          # then carry [".gpu-deps", ".prebuilt"]
+# DGL_TARBALL and DGL_UGRAPH_DATASETS point elsewhere; DGL_BENCH_BUDGET_S (360) bounds the
+# benchmark, DGL_BENCH_ARGS adds to its command line.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-/tmp/ugraph_out}
@@ -65,5 +72,40 @@ fi
 
 if has collect; then
   $PY scripts/collect.py --out-dir "$OUT" --budget-s "${COLLECT_BUDGET_S:-400}" ${COLLECT_ARGS:-} 2>&1 | tee "$OUT/collect.log" | tail -15
+fi
+if has dgl || has dgl-test || has dgl-bench; then
+  tarball=${DGL_TARBALL:-.gpu-deps/dgl-2.4.0-cuda13-sm90-torch2.11.tar.xz}
+  mkdir -p /tmp/dglpkg && tar -xJf "$tarball" -C /tmp/dglpkg || exit 1
+  export PYTHONPATH=/tmp/dglpkg:$PYTHONPATH DGLBACKEND=pytorch
+  export DGL_UGRAPH_DATASETS=${DGL_UGRAPH_DATASETS:-$PWD/.gpu-deps/datasets}
+  echo "datasets: $(ls "$DGL_UGRAPH_DATASETS"/*.npz 2>/dev/null | wc -l) graphs in $DGL_UGRAPH_DATASETS"
+  # A DGL that does not load, or loads without CUDA, would only make the tests skip: stop here.
+  $PY -W ignore -c "import dgl, torch; from dgl._ffi import base
+assert dgl.ndarray.gpu(0).exist, 'this DGL has no CUDA'
+print('DGL', dgl.__version__, 'tensoradapter', base.is_tensor_adaptor_enabled(), 'on', torch.cuda.get_device_name())" \
+    > "$OUT/dgl_tests.log" 2>&1
+  rc=$?
+  cat "$OUT/dgl_tests.log"
+  [ $rc -eq 0 ] || exit 1
+fi
+
+if has dgl || has dgl-test; then
+  t=$(date +%s)
+  $PY -m pytest tests/gpu/test_dgl_gpu.py -q -rs -p no:cacheprovider 2>&1 | tee -a "$OUT/dgl_tests.log" | tail -30
+  [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+  echo "dgl tests: $(( $(date +%s) - t )) s"
+fi
+
+if has dgl || has dgl-bench; then
+  t=$(date +%s)
+  budget=${DGL_BENCH_BUDGET_S:-360}
+  # --budget-s stops starting cases; the timeout only guards against a hang, and the rows of every
+  # finished case are in the CSV either way.
+  timeout $((budget + 90)) $PY scripts/bench_models.py --device cuda --sparse-free --out "$OUT/models_gpu.csv" \
+      --budget-s "$budget" ${DGL_BENCH_ARGS:-} 2>&1 | tee "$OUT/models_gpu.log" | tail -25
+  [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+  $PY scripts/bench_models.py --summarize --device cuda --out "$OUT/models_gpu.csv" > "$OUT/models_gpu.md" 2>&1
+  head -30 "$OUT/models_gpu.md"
+  echo "dgl bench: $(( $(date +%s) - t )) s"
 fi
 exit $status

@@ -3,9 +3,10 @@
     .venv/bin/python scripts/plots.py
 
 - models_heatmap_<device>.png: latency with dgl_ugraph normalized to the baseline, model x graph,
-  inference and training (as the uGrapher paper's Fig. 1): CPU from bench/models.csv (baseline:
-  DGL's own CPU kernels); GPU from bench/models_gpu.csv when it exists (baselines: PyG 2.8 and the
-  same op sequence on cuSPARSE/torch).
+  inference and training (as the uGrapher paper's Fig. 1), from bench/models.csv: CPU rows
+  (baseline: DGL's own CPU kernels) and GPU rows (the --device cuda run; baseline DGL-native, and
+  PyG 2.8 in models_heatmap_gpu_pyg.png). The trace replay's rows (bench/models_gpu_replay.csv,
+  baselines PyG and cuSPARSE/torch) give models_*_gpu_replay.png when that file exists.
 - models_speedup_<device>.png: per model, the geomean speedup over graphs (bars), with the
   slowest and fastest graph (whiskers).
 - kernels_vs_cusparse.png: per operator, our kernels' speedup over cuSPARSE (torch.sparse.mm on
@@ -53,11 +54,17 @@ def model_ratios(rows, impl, baseline):
 
 
 def graph_order(rows):
-    """Shared datasets first (by edges), then the synthetic stand-ins (by edges)."""
+    """Shared datasets first (by edges), then the synthetic graphs (by edges)."""
     edges = {}
     for r in rows:
         edges[r["graph"]] = int(r["E"])
-    return sorted(edges, key=lambda g: (g.startswith("sim-"), edges[g], g))
+    return sorted(edges, key=lambda g: (g.startswith("sim-") or g.startswith("big-"), edges[g], g))
+
+
+def device_rows(rows, kind):
+    """The rows of one device kind (CPU rows' device starts with "cpu") and that device's name."""
+    mine = [r for r in rows if r["device"].startswith("cpu") == (kind == "cpu")]
+    return mine, (mine[0]["device"] if mine else "")
 
 
 def heatmap(rows, impl, baseline, title, path):
@@ -185,13 +192,14 @@ def kernels_chart(path):
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", default=str(ROOT / "bench" / "plots"))
+    ap.add_argument("--models-csv", default=str(ROOT / "bench" / "models.csv"), help="the models benchmark's rows")
     args = ap.parse_args(argv)
     out = pathlib.Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     made = []
-    cpu = ROOT / "bench" / "models.csv"
-    if cpu.exists():
-        rows = read_csv(cpu)
+    models_csv = pathlib.Path(args.models_csv)
+    rows, _ = device_rows(read_csv(models_csv), "cpu") if models_csv.exists() else ([], "")
+    if rows:
         made.append(heatmap(rows, "ugraph", "dgl",
                             "CPU (2 shared cores), DGL 2.1.0: dgl_ugraph on vs off (baseline: DGL's own CPU kernels)",
                             out / "models_heatmap_cpu.png"))
@@ -202,14 +210,27 @@ def main(argv=None):
                                  "CPU (2 shared cores): speedup over DGL's own kernels, per model; the bound answers "
                                  "every gspmm/gsddmm with a copy of its result",
                                  out / "models_speedup_cpu.png"))
-    gpu = ROOT / "bench" / "models_gpu.csv"
-    if gpu.exists():
-        rows = read_csv(gpu)
-        made.append(heatmap(rows, "ugraph", "pyg", "GPU inference: our kernels (trace replay) vs PyG 2.8's models",
+    rows, device = device_rows(read_csv(models_csv), "cuda") if models_csv.exists() else ([], "")
+    if rows:
+        made.append(heatmap(rows, "ugraph", "dgl", f"{device}: dgl_ugraph on vs off (baseline: DGL-native CUDA kernels)",
                             out / "models_heatmap_gpu.png"))
+        if any(r["impl"] == "pyg" for r in rows):
+            made.append(heatmap(rows, "ugraph", "pyg", f"{device}: DGL with dgl_ugraph vs the same models in PyG 2.8",
+                                out / "models_heatmap_gpu_pyg.png"))
+        pairs = [("ugraph", "dgl", "dgl_ugraph vs DGL"), ("ugraph", "pyg", "dgl_ugraph vs PyG 2.8"),
+                 ("dgl_sparse_free", "dgl", "bound: sparse ops free, vs DGL")]
+        made.append(speedup_bars(rows, [p for p in pairs if any(r["impl"] == p[0] for r in rows)
+                                        and any(r["impl"] == p[1] for r in rows)],
+                                 f"{device}: speedup per model (geomean over graphs; whiskers: min-max)",
+                                 out / "models_speedup_gpu.png"))
+    replay = ROOT / "bench" / "models_gpu_replay.csv"
+    if replay.exists():
+        rows = read_csv(replay)
+        made.append(heatmap(rows, "ugraph", "pyg", "GPU inference: our kernels (trace replay) vs PyG 2.8's models",
+                            out / "models_heatmap_gpu_replay.png"))
         made.append(speedup_bars(rows, [("ugraph", "pyg", "vs PyG 2.8"), ("ugraph", "torch_cusparse", "vs cuSPARSE/torch")],
                                  "GPU inference: speedup of our kernels (trace replay), per model",
-                                 out / "models_speedup_gpu.png"))
+                                 out / "models_speedup_gpu_replay.png"))
     made.append(kernels_chart(out / "kernels_vs_cusparse.png"))
     for p in made:
         if p:

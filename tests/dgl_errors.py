@@ -6,6 +6,12 @@ import pytest
 import dgl_ugraph
 
 
+def message(exc) -> str:
+    """An exception's text without the time of day that starts DGL's C++ messages, so that the
+    same error raised a second later reads the same."""
+    return re.sub(r"^\[\d\d:\d\d:\d\d\] ", "", str(exc))
+
+
 def same_error(call):
     """call() raises the same exception type and first line with dgl_ugraph on as DGL alone;
     returns DGL's exception."""
@@ -15,6 +21,6 @@ def same_error(call):
         with pytest.raises(Exception) as theirs:
             call()
     assert ours.type is theirs.type, (ours.value, theirs.value)
-    first = [re.sub(r"^\[\d\d:\d\d:\d\d\] ", "", str(e.value).splitlines()[0]) for e in (ours, theirs)]
-    assert first[0] == first[1]  # DGL's C++ messages start with the time of day
+    first = [message(e.value).splitlines()[0] for e in (ours, theirs)]
+    assert first[0] == first[1]
     return theirs.value

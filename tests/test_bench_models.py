@@ -45,6 +45,11 @@ def test_standin_names_and_scales():
     assert set(bm.STANDIN_SCALE) == {s.name for s in bm.gs.PAPER_STANDINS}
 
 
+def test_gpu_graph_list_is_full_size_with_the_large_graphs():
+    cases = bm.graph_cases(datasets=False, standins=("cora", "artist"), scale={}, large=("big-skewed",))
+    assert [name for name, _ in cases] == ["big-skewed", "sim-cora", "sim-artist"]  # loaders not run
+
+
 @pytest.mark.parametrize("name", bm.MODELS)
 def test_models_have_paper_sizes(name):
     model, prepare = bm.build_model(name, 20, 3)
@@ -64,7 +69,7 @@ def test_bench_case_rows(sparse_free):
     src, dst, n = small_graph(60, 300, 1)
     args = SimpleNamespace(modes=["inference", "training"], reps=2, warmup=1, min_s=0.0, max_reps=2, case_max_s=5.0,
                            sparse_free=sparse_free)
-    rows = bm.bench_case("SAGE-mean", "tiny", (src, dst, n, None, None), args, "cpu")
+    rows = bm.bench_case("SAGE-mean", "tiny", bm.prepare_inputs((src, dst, n, None, None)), args, "cpu")
     impls = ("dgl", "ugraph") + ((bm.SPARSE_FREE,) if sparse_free else ())
     assert len(rows) == 2 * len(impls)
     assert {(r["mode"], r["impl"]) for r in rows} == {(m, i) for m in ("inference", "training") for i in impls}
@@ -201,3 +206,63 @@ def test_summary_of_rows(tmp_path):
     assert "| all graphs | 1.00x (4) | 1.00x (4) |" in text  # GAT 2x and GCN 0.5x on each graph
     assert "| GAT | 2.00x, 2.00-2.00 | 2.00x, 2.00-2.00 |" in text
     assert "4 of 8 cases" in text
+
+
+def test_dgl_mode_with_pyg_and_the_bound(tmp_path):
+    """The --device cuda loop (PyG beside DGL on and off, and the bound) run on CPU with --pyg."""
+    pytest.importorskip("torch_geometric")
+    out = tmp_path / "gpu.csv"
+    bm.main(["--device", "cpu", "--pyg", "--sparse-free", "--no-datasets", "--standins", "cora", "--models",
+             "GCN,SAGE-gcn", "--out", str(out), "--reps", "2", "--min-s", "0", "--max-reps", "2"])
+    import csv
+    rows = list(csv.DictReader(open(out)))
+    impls = {(r["model"], r["mode"]): set() for r in rows}
+    for r in rows:
+        impls[(r["model"], r["mode"])].add(r["impl"])
+    assert len(impls) == 4
+    for (model, mode), found in impls.items():
+        want = {"dgl", "ugraph", bm.SPARSE_FREE} | ({"pyg"} if model != "SAGE-gcn" else set())
+        assert found == want, (model, mode)
+    assert all(r["parity_ok"] == "1" and r["graph"] == "sim-cora" for r in rows)
+
+
+@pytest.mark.parametrize("name", ["GCN", "GAT", "GIN", "SAGE-mean", "SAGE-pool"])
+def test_pyg_models_train_on_the_same_inputs(name):
+    pytest.importorskip("torch_geometric")
+    src, dst, n = small_graph(50, 300, 7)
+    inputs = bm.prepare_inputs((src, dst, n, None, None))
+    fns = bm.pyg_fns(name, inputs[3], inputs[4], inputs[5], torch.stack([inputs[0], inputs[1]]))
+    assert fns["inference"]().shape == (n, inputs[5])
+    assert fns["training"]().shape == (n, inputs[5])
+
+
+def _rows(device, graphs, impls_ms):
+    return [dict(device=device, model=m, graph=g, mode=mode, impl=impl, ms=ms * (3.0 if g.startswith("big") else 1.0),
+                 V=10, E=e, feat=4, classes=2, ms_min=ms, ms_max=ms, reps=5, parity_maxdiff="0", parity_ok=1,
+                 ugraph_share="")
+            for m in ("GCN", "GAT") for g, e in graphs for mode in ("inference", "training")
+            for impl, ms in impls_ms.items()]
+
+
+def test_gpu_summary_and_merge(tmp_path):
+    gpu = "NVIDIA H200 (torch 2.11.0+cu130, DGL 2.4.0)"
+    path = tmp_path / "m.csv"
+    cpu_rows = _rows("cpu (x)", [("cora", 100)], {"dgl": 2.0, "ugraph": 1.0})
+    bm.write_rows(path, cpu_rows + _rows("old gpu", [("cora", 100)], {"dgl": 1.0, "ugraph": 1.0}), append=False)
+    run = tmp_path / "run.csv"
+    gpu_rows = _rows(gpu, [("cora", 10_000), ("big-skewed", 40_000_000)],
+                     {"dgl": 4.0, "ugraph": 2.0, "pyg": 1.0, bm.SPARSE_FREE: 1.5})
+    bm.write_rows(run, gpu_rows, append=False)
+    bm.main(["--merge", str(run), "--out", str(path)])
+    merged = list(__import__("csv").DictReader(open(path)))
+    assert len(merged) == len(cpu_rows) + 8 + len(gpu_rows)  # another device's rows stay
+    with pytest.raises(SystemExit, match="several devices"):
+        bm.summarize_gpu(path)
+    text = bm.summarize_gpu(run)
+    assert "| all graphs | 2.00x (4) | 2.00x (4) |" in text  # vs DGL: 4 / 2 on every case
+    assert "| large synthetic graphs (40M edges) | 2.00x (2) | 2.00x (2) |" in text
+    assert "| graphs with E >= 1M | 0.50x (2) | 0.50x (2) |" in text  # vs PyG: 1 / 2
+    # on cora PyG is 1 ms behind our 2 ms, and the bound (1.5 ms) leaves half of it to DGL's own time
+    assert "| inference | 2 | 2 | 2.00 | 1.50 | 4.00 | 50%; 50% |" in text
+    assert "2.67x (4)" in text  # the bound: 4 / 1.5
+    assert bm.summarize(path, kind="cpu").startswith("| cases |")
