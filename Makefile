@@ -1,7 +1,11 @@
 # The two commands a new user needs (README): `make run` and `make test`.
 PY := .venv/bin/python
+# The second pinned environment (scripts/setup_env.sh dgl11) runs the tests that meet DGL.
+PY_DGL11 := .venv-dgl11/bin/python
+DGL_TESTS := tests/test_dgl_*.py tests/test_reliability_inputs.py tests/test_reliability_containment.py \
+	tests/test_reliability_determinism.py tests/test_reliability_concurrency.py
 
-.PHONY: env run test dev cuda-lib clean
+.PHONY: env run test env-dgl11 test-dgl11 dev cuda-lib clean
 
 env:
 	bash scripts/setup_env.sh
@@ -11,6 +15,12 @@ run: env
 
 test: env
 	$(PY) -m pytest -q tests
+
+env-dgl11:
+	bash scripts/setup_env.sh dgl11
+
+test-dgl11: env-dgl11
+	$(PY_DGL11) -m pytest -q $(DGL_TESTS)
 
 # Developers: build the CPU core in place (no install), for PYTHONPATH=. runs.
 dev:

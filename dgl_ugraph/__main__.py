@@ -40,7 +40,7 @@ def info():
     import torch
 
     from . import _ext, patterns
-    from .integration import SUPPORTED_DGL, is_enabled
+    from .integration import SUPPORTED_DGL, TESTED, is_enabled
 
     here = os.path.dirname(os.path.abspath(__file__))
     try:
@@ -70,6 +70,7 @@ def info():
               f"interception {'on' if is_enabled() else 'off'} (DGL_UGRAPH={os.environ.get('DGL_UGRAPH', 'unset')})")
     except ImportError:
         print("DGL: not installed (the kernel API dgl_ugraph.ugrapher still works)")
+    print("tested on CPU with: " + ", ".join(f"DGL {d} + torch {t}" for d, t in TESTED))
     table = patterns.table()
     print(f"switching table: {patterns.table_path()} ({len(table['mapped'])} mapped kernel patterns, "
           f"{len(table['unsupported'])} unsupported, {len(table['builtins'])} DGL builtins described)")

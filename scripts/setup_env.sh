@@ -1,25 +1,63 @@
 #!/usr/bin/env bash
-# Creates .venv with the pinned CPU set that real DGL 2.1.0 needs (design.md §4) and installs
-# dgl_ugraph into it. Idempotent: a second run only reinstalls the package.
+# Creates a pinned CPU environment (design.md §4) and sets dgl_ugraph up in it. Idempotent: a
+# second run only reinstalls or rebuilds the package.
+#
+#   scripts/setup_env.sh          .venv:       torch 2.2.1, DGL 2.1.0 (the full suite, the demo)
+#   scripts/setup_env.sh dgl11    .venv-dgl11: torch 2.1.1, DGL 1.1.3 (the tests that meet DGL)
+#
+# The second set is the oldest DGL that dgl_ugraph accepts. It was picked because PyPI's Linux
+# wheels stop at DGL 2.1.0 (its 2.2.1 is for Windows only). DGL 1.1.3's wheel has torch bindings
+# (tensoradapter, dgl_sparse) up to torch 2.1.1.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
-if [ ! -x .venv/bin/python ]; then
-  "$PY" -m venv .venv
+PROFILE=${1:-dgl21}
+case "$PROFILE" in
+  dgl21)
+    VENV=.venv TORCH=2.2.1 DGL=2.1.0
+    # DGL 2.1's graphbolt needs torchdata (--no-deps: its own pins would replace torch) and
+    # pydantic. dgl imports setuptools.extern, which setuptools 70 removed. The build tools
+    # compile the core, for both environments.
+    EXTRA=("pandas<2.3" "setuptools<70" pyyaml pydantic scikit-build-core pybind11 cmake ninja)
+    NODEPS=("torchdata==0.7.1") ;;
+  dgl11)
+    VENV=.venv-dgl11 TORCH=2.1.1 DGL=1.1.3
+    EXTRA=()
+    NODEPS=()
+    if [ ! -x .venv/bin/python ]; then
+      echo "setup_env.sh dgl11: run scripts/setup_env.sh first; it builds the compiled core that this environment uses" >&2
+      exit 1
+    fi ;;
+  *)
+    echo "setup_env.sh: unknown profile '$PROFILE' (dgl21 or dgl11)" >&2
+    exit 2 ;;
+esac
+if [ ! -x "$VENV/bin/python" ]; then
+  "$PY" -m venv "$VENV"
 fi
-VPY=.venv/bin/python
-if ! "$VPY" -c "import dgl, torch; assert torch.__version__.startswith('2.2.1')" 2>/dev/null; then
+VPY=$VENV/bin/python
+if ! "$VPY" -c "import dgl, torch; assert torch.__version__.split('+')[0] == '$TORCH' and dgl.__version__ == '$DGL'" 2>/dev/null; then
   "$VPY" -m pip install -q --upgrade pip
-  "$VPY" -m pip install -q "torch==2.2.1" "dgl==2.1.0" "numpy<2" "scipy<1.15" "pandas<2.3" \
-      "setuptools<70" pyyaml pydantic psutil pytest hypothesis \
-      scikit-build-core pybind11 cmake ninja
-  "$VPY" -m pip install -q --no-deps "torchdata==0.7.1"
+  "$VPY" -m pip install -q "torch==$TORCH" "dgl==$DGL" "numpy<2" "scipy<1.15" "${EXTRA[@]}" \
+      psutil pytest hypothesis
+  if [ ${#NODEPS[@]} -gt 0 ]; then
+    "$VPY" -m pip install -q --no-deps "${NODEPS[@]}"
+  fi
 fi
-# The predictor's optional extras: training (lightgbm) and its plots (matplotlib).
-"$VPY" -c "import lightgbm, matplotlib" 2>/dev/null || "$VPY" -m pip install -q "numpy<2" lightgbm matplotlib
-# The package build needs no isolation: every build tool is already in the venv. The install
-# carries the start-up hook (DGL_UGRAPH=1) and serves programs run from anywhere.
-"$VPY" -m pip install -q --no-build-isolation .
-# Programs run from the checkout (the tests, the models, python -m dgl_ugraph here) import the
-# package from the checkout, which then needs its own compiled core beside the sources.
-PATH="$PWD/.venv/bin:$PATH" PYTHON="$VPY" bash scripts/build_inplace.sh
+if [ "$PROFILE" = dgl11 ]; then
+  # This environment runs the checkout's package. Its compiled core is the one the first
+  # environment builds in place: the core links neither torch nor DGL, so one build serves every
+  # venv of the same Python. The build is brought up to date here (ninja only redoes what
+  # changed), and the core must then load under this environment's interpreter.
+  PATH="$PWD/.venv/bin:$PATH" PYTHON=.venv/bin/python bash scripts/build_inplace.sh
+  "$VPY" -c "from dgl_ugraph import _ext; _ext.core()"
+else
+  # The predictor's optional extras: training (lightgbm) and its plots (matplotlib).
+  "$VPY" -c "import lightgbm, matplotlib" 2>/dev/null || "$VPY" -m pip install -q "numpy<2" lightgbm matplotlib
+  # The package build needs no isolation: every build tool is already in the venv. The install
+  # carries the start-up hook (DGL_UGRAPH=1) and serves programs run from anywhere.
+  "$VPY" -m pip install -q --no-build-isolation .
+  # Programs run from the checkout (the tests, the models, python -m dgl_ugraph here) import the
+  # package from the checkout, which then needs its own compiled core beside the sources.
+  PATH="$PWD/$VENV/bin:$PATH" PYTHON="$VPY" bash scripts/build_inplace.sh
+fi

@@ -1,6 +1,7 @@
 """Turning the interception on and off: identity of DGL's functions, the version gate, the
 start-up hook (.pth) and `python -m dgl_ugraph`."""
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -62,30 +63,39 @@ def test_disabled_context_restores_on_error(restore_state):
     assert dgl_ugraph.is_enabled()
 
 
-def test_unknown_dgl_version_is_refused_and_dgl_untouched(restore_state, monkeypatch):
+def dgl_functions():
+    """Every function of DGL's that enable() may replace, as this DGL has them now."""
+    return {name: getattr(sparse, name) for name in integration._SIGNATURES if hasattr(sparse, name)}
+
+
+@pytest.mark.parametrize("version", ["3.0.0", "2.5.0", "1.0.2", "0.9.1", "nightly"])
+def test_dgl_outside_the_range_is_refused_and_left_untouched(restore_state, monkeypatch, version):
     dgl_ugraph.disable()
-    monkeypatch.setattr(dgl, "__version__", "3.0.0")
-    with pytest.raises(dgl_ugraph.UnsupportedDGLError, match="supports DGL 1.1 to 2.4, found DGL 3.0.0"):
+    own = dgl_functions()
+    monkeypatch.setattr(dgl, "__version__", version)
+    with pytest.raises(dgl_ugraph.UnsupportedDGLError,
+                       match=f"supports DGL 1.1 to 2.4, found DGL {version}; DGL was left untouched"):
         dgl_ugraph.enable()
     assert not dgl_ugraph.is_enabled()
-    for name in NAMES:
-        assert getattr(sparse, name) is dgl_own(name)
-    monkeypatch.setattr(dgl, "__version__", "1.0.2")
-    with pytest.raises(dgl_ugraph.UnsupportedDGLError):
-        dgl_ugraph.enable()
+    assert dgl_functions() == own
 
 
-def test_changed_dgl_signature_is_refused(restore_state, monkeypatch):
+@pytest.mark.parametrize("name", sorted(integration._SIGNATURES))
+def test_changed_dgl_signature_is_refused_and_dgl_left_untouched(restore_state, monkeypatch, name):
     dgl_ugraph.disable()
+    if not hasattr(sparse, name):
+        pytest.skip(f"DGL {dgl.__version__} has no {name}")
 
-    def _gspmm(gidx, op, reduce_op, u, e, extra=None):
+    def changed(*args, extra=None):
         raise AssertionError("never called")
 
-    monkeypatch.setattr(sparse, "_gspmm", _gspmm)
-    with pytest.raises(dgl_ugraph.UnsupportedDGLError, match="is not the expected _gspmm"):
+    monkeypatch.setattr(sparse, name, changed)
+    own = dgl_functions()
+    with pytest.raises(dgl_ugraph.UnsupportedDGLError,
+                       match=rf"sparse\.{name}\(.*\) is not the expected {name}\(.*DGL was left untouched"):
         dgl_ugraph.enable()
-    assert sparse._gspmm is _gspmm
-    assert sparse._gsddmm is dgl_own("_gsddmm")
+    assert not dgl_ugraph.is_enabled()
+    assert dgl_functions() == own
 
 
 def run_python(code, env_extra=None, args=(), cwd=None):
@@ -162,3 +172,31 @@ def test_python_m_info_reports_the_build():
     out = run_python(None, args=("-m", "dgl_ugraph", "info"))
     assert "compiled core" in out and f"torch {torch.__version__}" in out and f"DGL {dgl.__version__}" in out
     assert "switching table" in out
+    assert "tested on CPU with: " + ", ".join(f"DGL {d} + torch {t}" for d, t in integration.TESTED) in out
+
+
+def test_tested_versions_are_the_pinned_environments_and_the_readme_names_them():
+    with open(os.path.join(REPO, "scripts", "setup_env.sh"), encoding="utf-8") as f:
+        pins = re.findall(r"VENV=\S+ TORCH=(\S+) DGL=(\S+)", f.read())
+    assert sorted((d, t) for t, d in pins) == sorted(integration.TESTED)
+    with open(os.path.join(REPO, "README.md"), encoding="utf-8") as f:
+        readme = f.read()
+    for d, t in integration.TESTED:
+        assert f"torch {t}, DGL {d}" in readme
+
+
+def test_import_with_a_dgl_outside_the_range_warns_and_leaves_dgl_untouched():
+    out = run_python("""
+        import warnings
+        import dgl
+        dgl.__version__ = "3.0.0"
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            import dgl_ugraph
+        from dgl.backend.pytorch import sparse
+        print(dgl_ugraph.is_enabled(), sparse._gspmm is dgl._sparse_ops._gspmm, sparse._gsddmm is dgl._sparse_ops._gsddmm)
+        print([str(w.message) for w in caught])
+    """)
+    state, messages = out.splitlines()
+    assert state.split() == ["False", "True", "True"]
+    assert "dgl_ugraph supports DGL 1.1 to 2.4, found DGL 3.0.0; DGL was left untouched" in messages
