@@ -183,6 +183,41 @@ def graphs(args):
         yield from (("ds-" + d[0],) + d[1:] for d in gs.shared_datasets() if wanted("ds-" + d[0]))
 
 
+def bench_case(graph, gname, name, f, dtype, gen, grid, args, device, copy_gbps):
+    """(rows, search rows) of one (graph, operator, F, dtype) case."""
+    st = graph.stats
+    op = make_inputs(name, graph, f, dtype, gen)
+    c = ops.ugrapher(graph, op)[0]
+    bc, bn = byte_counts(op, graph, c)
+    del c
+    base = dict(device=device, graph=gname, V=graph.num_dst, E=graph.num_edges, std_deg=round(st.std, 3), op=name,
+                F=f, dtype=str(dtype).replace("torch.", ""), bytes_compulsory=bc, bytes_noreuse=bn,
+                copy_GBps=round(copy_gbps, 1))
+    found = search(op, graph, grid, args.strategies.split(","))
+    search_rows = [dict(base, impl=strategy, config=f"{strategy}:{g}:{t}", ms=round(ms, 5))
+                   for strategy, g, t, ms in found]
+    case = []
+    for strategy in STRATEGIES:
+        mine = [r for r in found if r[0] == strategy]
+        if mine:
+            s, g, t, ms = min(mine, key=lambda r: r[3])
+            case.append(dict(base, impl=f"ugraph_{strategy}", config=f"{s}:{g}:{t}", ms=round(ms, 5)))
+    s, g, t, ms = min(found, key=lambda r: r[3])
+    case.append(dict(base, impl="ugraph_best", config=f"{s}:{g}:{t}", ms=round(ms, 5)))
+    chosen = ops.choose(graph, ops.signature(graph, op)[0])
+    case.append(dict(base, impl="ugraph", config=str(chosen), ms=round(time_ms(lambda: ops.ugrapher(graph, op), 15), 5)))
+    for impl, fn in baselines(name, op, graph).items():
+        try:
+            case.append(dict(base, impl=impl, config="", ms=round(time_ms(fn, 15), 5)))
+        except torch.OutOfMemoryError:  # torch's gather path materializes E x F messages
+            print(f"{gname} {name} F={f}: {impl} does not fit in device memory", flush=True)
+            torch.cuda.empty_cache()
+    print(f"{gname:28} {name:16} F={f:<4} " + " ".join(
+        f"{r['impl']}={r['ms']:.4f}" for r in case if not r["impl"].startswith("ugraph_") or r["impl"] == "ugraph_best"),
+        flush=True)
+    return case, search_rows
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--out", default=str(ROOT / "bench" / "kernels.csv"))
@@ -210,53 +245,31 @@ def main():
     t0 = time.time()
     gen = torch.Generator(device="cuda").manual_seed(0)
     rows, search_rows = [], []
-    for gname, src, dst, n in graphs(args):
-        if time.time() - t0 > args.budget_s:
-            print(f"budget reached: stopping before {gname}", flush=True)
-            break
-        graph = UGraph.from_coo(src.cuda(), dst.cuda(), n, n, torch.int32)
-        st = graph.stats
-        for name, f, dtype in itertools.product(args.ops.split(","), widths, dtypes):
-            op = make_inputs(name, graph, f, dtype, gen)
-            c = ops.ugrapher(graph, op)[0]
-            bc, bn = byte_counts(op, graph, c)
-            base = dict(device=device, graph=gname, V=n, E=graph.num_edges, std_deg=round(st.std, 3), op=name, F=f,
-                        dtype=str(dtype).replace("torch.", ""), bytes_compulsory=bc, bytes_noreuse=bn,
-                        copy_GBps=round(copy_gbps, 1))
-            found = search(op, graph, grid, args.strategies.split(","))
-            for strategy, g, t, ms in found:
-                search_rows.append(dict(base, impl=strategy, config=f"{strategy}:{g}:{t}", ms=round(ms, 5)))
-            case = []
-            for strategy in STRATEGIES:
-                mine = [r for r in found if r[0] == strategy]
-                if mine:
-                    s, g, t, ms = min(mine, key=lambda r: r[3])
-                    case.append(dict(base, impl=f"ugraph_{strategy}", config=f"{s}:{g}:{t}", ms=round(ms, 5)))
-            s, g, t, ms = min(found, key=lambda r: r[3])
-            case.append(dict(base, impl="ugraph_best", config=f"{s}:{g}:{t}", ms=round(ms, 5)))
-            chosen = ops.choose(graph, ops.signature(graph, op)[0])
-            case.append(dict(base, impl="ugraph", config=str(chosen), ms=round(time_ms(lambda: ops.ugrapher(graph, op), 15), 5)))
-            for impl, fn in baselines(name, op, graph).items():
-                try:
-                    case.append(dict(base, impl=impl, config="", ms=round(time_ms(fn, 15), 5)))
-                except torch.OutOfMemoryError:  # torch's gather path materializes E x F messages
-                    print(f"{gname} {name} F={f}: {impl} does not fit in device memory", flush=True)
-                    torch.cuda.empty_cache()
-            rows += case
-            print(f"{gname:28} {name:16} F={f:<4} " + " ".join(
-                f"{r['impl']}={r['ms']:.4f}" for r in case if not r["impl"].startswith("ugraph_") or r["impl"] == "ugraph_best"),
-                flush=True)
-        del graph
-        torch.cuda.empty_cache()
     pathlib.Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    with open(args.out, "w", newline="") as fh:
-        w = csv.DictWriter(fh, COLUMNS)
-        w.writeheader()
-        w.writerows(rows)
-    with gzip.open(args.search_out, "wt", newline="") as fh:
-        w = csv.DictWriter(fh, COLUMNS)
-        w.writeheader()
-        w.writerows(search_rows)
+    # Rows are written as each case ends, so that a run cut short keeps what it measured.
+    with open(args.out, "w", newline="") as out_fh, gzip.open(args.search_out, "wt", newline="") as search_fh:
+        out_csv, search_csv = csv.DictWriter(out_fh, COLUMNS), csv.DictWriter(search_fh, COLUMNS)
+        out_csv.writeheader()
+        search_csv.writeheader()
+        for gname, src, dst, n in graphs(args):
+            if time.time() - t0 > args.budget_s:
+                print(f"budget reached: stopping before {gname}", flush=True)
+                break
+            graph = UGraph.from_coo(src.cuda(), dst.cuda(), n, n, torch.int32)
+            for name, f, dtype in itertools.product(args.ops.split(","), widths, dtypes):
+                try:
+                    case, found = bench_case(graph, gname, name, f, dtype, gen, grid, args, device, copy_gbps)
+                except torch.OutOfMemoryError:  # an E x F message tensor on the largest graphs
+                    print(f"{gname} {name} F={f}: does not fit in device memory", flush=True)
+                    torch.cuda.empty_cache()
+                    continue
+                rows += case
+                search_rows += found
+                out_csv.writerows(case)
+                search_csv.writerows(found)
+                out_fh.flush()
+            del graph
+            torch.cuda.empty_cache()
     print(f"wrote {len(rows)} rows to {args.out} and {len(search_rows)} search timings to {args.search_out} "
           f"in {time.time() - t0:.0f} s")
 
