@@ -59,21 +59,6 @@ def _operand(t: torch.Tensor, ttype: str, graph: UGraph, side: str, dtype: torch
     return t
 
 
-# Below this many edges the gather's launch costs more than the scattered loads it saves.
-CSC_ORDER_MIN_EDGES = 1 << 16
-
-
-def _edges_in_csc_order(graph: UGraph, op: OpInfo, a, b) -> bool:
-    """Whether a sum on CUDA reads its edge-typed operands from a copy in CSC order (not for
-    max/min, whose arguments name edge ids, nor for an expanded operand, which would grow)."""
-    if graph.device.type != "cuda" or op.gather_op != "sum" or graph.eid is None:
-        return False
-    if graph.num_edges < CSC_ORDER_MIN_EDGES:
-        return False
-    edge_operands = [t for t, ttype in ((a, op.A_type), (b, op.B_type)) if t is not None and ttype == "edge"]
-    return bool(edge_operands) and all(t.stride(0) != 0 for t in edge_operands)
-
-
 def signature(graph: UGraph, op: OpInfo) -> Tuple[Signature, Broadcast]:
     a, b = op.A if uses_lhs(op.edge_op) else None, op.B if uses_rhs(op.edge_op) else None
     dtype = (a if a is not None else b).dtype
@@ -162,15 +147,6 @@ def prepare(graph: UGraph, op_info: OpInfo, parallel_info: Optional[ParallelInfo
     p.index_bits = 32 if graph.idtype == torch.int32 else 64
     p.indptr, p.col, p.row = graph.indptr.data_ptr(), graph.col.data_ptr(), graph.row.data_ptr()
     p.eid = graph.eid.data_ptr() if graph.eid is not None else 0
-    if _edges_in_csc_order(graph, op, a, b):
-        # A sum needs no edge ids but to address edge-typed operands: reading them in CSC order
-        # (eid[p] == p) turns the kernel's dependent, scattered load per edge into a contiguous
-        # one, at the price of one gather at bandwidth here.
-        if a is not None and op.A_type == "edge":
-            a = a.index_select(0, graph.eid)
-        if b is not None and op.B_type == "edge":
-            b = b.index_select(0, graph.eid)
-        p.eid = 0
     p.edge_op, p.gather_op = EDGE_OP_CODE[op.edge_op], GATHER_OP_CODE[op.gather_op]
     p.a_type, p.b_type = TENSOR_TYPE_CODE[sig.a_type], TENSOR_TYPE_CODE[sig.b_type]
     p.c_type = TENSOR_TYPE_CODE[op.C_type]

@@ -82,7 +82,10 @@ MODEL_GRAPHS = {"small": (1500, 12000), "skewed": (10000, 150000)}
 # order into differences up to 2e-2 of scale (GIN in bench/models.md; float64 agrees to 3e-11).
 # Those models are compared in eval mode in float32, and in train mode in float64.
 BATCHNORM = {name for name in tm.MODELS if name.startswith("GIN")}
-RTOL = {torch.float32: 1e-5, torch.float64: 1e-9}
+# float32: our sums add in another order than cuSPARSE's and DGL's kernels; through GIN's five
+# layers and GAT's softmax that moves results by up to ~1e-5 of their scale (measured on an H100:
+# 1.0e-5 for a GIN weight gradient, 1.0e-5 for a GAT output). float64 is the firm check.
+RTOL = {torch.float32: 1e-4, torch.float64: 1e-9}
 
 
 @pytest.fixture(scope="module", params=list(MODEL_GRAPHS))

@@ -138,28 +138,6 @@ def test_zero_edges_and_wide_rows(strategy):
         assert run_case(graph, op, ParallelInfo(strategy, 2, 7), torch.float32) is None
 
 
-@pytest.mark.parametrize("strategy", STRATEGIES)
-def test_sums_over_edge_operands_read_in_csc_order(strategy):
-    """Past ops.CSC_ORDER_MIN_EDGES, a sum reads edge-typed operands from a copy in CSC order
-    (no eid indirection in the kernel): u_mul_e, GAT's per-head weights and copy_e, against the
-    oracle, on a graph whose edge ids are shuffled."""
-    from dgl_ugraph.abstraction import OpInfo
-    from dgl_ugraph.graph import UGraph
-    gen = torch.Generator().manual_seed(5)
-    n, e = 3000, ops.CSC_ORDER_MIN_EDGES * 2 + 17
-    graph = UGraph.from_coo(torch.randint(0, n, (e,), generator=gen), torch.randint(0, n, (e,), generator=gen),
-                            n, n, torch.int32).to("cuda")
-    assert graph.eid is not None
-    x = torch.randn(n, 4, 16, generator=gen).cuda()
-    cases = [OpInfo("mul", "sum", x, "src", torch.randn(e, 1, 1, generator=gen).cuda(), "edge", "dst"),
-             OpInfo("mul", "sum", x, "src", torch.randn(e, 4, 1, generator=gen).cuda(), "edge", "dst"),
-             OpInfo("copy_rhs", "sum", None, "null", torch.randn(e, 4, 16, generator=gen).cuda(), "edge", "dst"),
-             OpInfo("add", "sum", torch.randn(e, 4, 16, generator=gen).cuda(), "edge", x, "src", "dst")]
-    for op in cases:
-        assert ops._edges_in_csc_order(graph, op, op.A, op.B)
-        assert run_case(graph, op, ParallelInfo(strategy, 4, 1), torch.float32) is None, (op.edge_op, op.B_type)
-
-
 def smoke(tiny: bool = False) -> int:
     """A handful of cases for compute-sanitizer (memcheck, racecheck), which slows every launch
     a hundredfold: each strategy on copy, mul and dot, every gather, two (g, t)."""
