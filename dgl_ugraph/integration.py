@@ -467,9 +467,9 @@ def _gsddmm_hetero(gidx, op, lhs_len, lhs_target="u", rhs_target="v", lhs_and_rh
 # ---- edge softmax on CPU -------------------------------------------------------------------------
 # DGL's CPU EdgeSoftmax runs fused kernels of its own, which loop over the elements of an edge
 # row outermost and gather every edge once per element. dgl_ugraph runs its own fused kernel
-# (csrc/cpu/softmax.cpp): the same operations in the same order, each destination row's edges
-# visited a few times while they stay in cache. Whatever that kernel cannot run (an unsupported
-# dtype or graph, or a kernel that failed) runs on DGL's fused kernel, whole.
+# (csrc/cpu/softmax.cpp): the same operations in the same order, each destination row's scores
+# gathered once into a scratch that stays in cache. Whatever that kernel cannot run (an
+# unsupported dtype or graph, or a kernel that failed) runs on DGL's fused kernel, whole.
 
 # The operands _why_not checks: the forward reads one edge tensor, the backward two.
 _SOFTMAX_OPERANDS = {"edge_softmax_forward": patterns.Pattern("edge_softmax_forward", "-", "-", "edge", "null", "edge"),
