@@ -8,7 +8,7 @@
 
 #include "forest.h"
 #include "ugraph/api.h"
-#include "ugraph/softmax.h"
+#include "cpu/softmax.h"
 
 namespace py = pybind11;
 
@@ -65,7 +65,7 @@ PYBIND11_MODULE(_C, m) {
     raise_on(status, "ug_cpu_run", ug_cpu_last_error());
   });
 
-  // The fused CPU edge softmax (ugraph/softmax.h); x, y and out are addresses.
+  // The fused CPU edge softmax (csrc/cpu/softmax.h); x, y and out are addresses.
   m.def("edge_softmax_cpu", [](bool backward, int64_t num_dst, int64_t num_edges, int32_t index_bits,
                                uintptr_t indptr, uintptr_t eid, int32_t dtype, int64_t len, uintptr_t x,
                                uintptr_t y, uintptr_t out) {

@@ -184,7 +184,7 @@ def ugrapher(graph: UGraph, op_info: OpInfo, parallel_info: Optional[ParallelInf
 
 
 def edge_softmax(graph: UGraph, x: torch.Tensor, y: Optional[torch.Tensor] = None) -> torch.Tensor:
-    """The fused CPU edge softmax over each destination's in-edges (csrc/include/ugraph/softmax.h).
+    """The fused CPU edge softmax over each destination's in-edges (csrc/cpu/softmax.h).
 
     Forward (y None): x holds the scores, one row per edge id, any feature shape. Backward: x is
     the forward's output and y = x * (output gradient); returns y - sum(y) * x, the sum over

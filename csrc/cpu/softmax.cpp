@@ -1,4 +1,4 @@
-// Fused edge softmax (ugraph/softmax.h): one task per run of whole destination rows.
+// Fused edge softmax (softmax.h): one task per run of whole destination rows.
 //
 // The unfused chain streams every edge tensor four times and allocates three of them; here
 // each row's edge rows are gathered once into a per-thread scratch (as DGL's kernel does),
@@ -19,7 +19,7 @@
 #include "partition.h"
 #include "simd.h"
 #include "ugraph/api.h"
-#include "ugraph/softmax.h"
+#include "softmax.h"
 
 namespace ugraph {
 namespace cpu {

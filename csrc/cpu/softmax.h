@@ -14,9 +14,11 @@
  * rounds its running sum at every edge).
  * Edge e of CSC position p is eid[p] (NULL: p). Edge rows are contiguous, len elements apart.
  * Rows without in-edges write nothing; every edge belongs to exactly one row.
+ * A C entry point of the CPU core, kept out of csrc/include: that folder is part of the CUDA
+ * library's source hash (csrc/source_hash.py), which this CPU-only kernel must not change.
  */
-#ifndef UGRAPH_SOFTMAX_H_
-#define UGRAPH_SOFTMAX_H_
+#ifndef UGRAPH_CPU_SOFTMAX_H_
+#define UGRAPH_CPU_SOFTMAX_H_
 
 #include <stdint.h>
 
@@ -46,4 +48,4 @@ int ug_cpu_edge_softmax_backward(const UgSoftmaxParams* p);
 }
 #endif
 
-#endif /* UGRAPH_SOFTMAX_H_ */
+#endif /* UGRAPH_CPU_SOFTMAX_H_ */
