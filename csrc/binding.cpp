@@ -7,8 +7,8 @@
 #include <string>
 
 #include "forest.h"
-#include "ugraph/api.h"
 #include "cpu/softmax.h"
+#include "ugraph/api.h"
 
 namespace py = pybind11;
 
