@@ -8,6 +8,7 @@
 
 #include "common/validate.h"
 #include "forest.h"
+#include "cpu/softmax.h"
 #include "ugraph/api.h"
 #include "ugraph/capability.h"
 
@@ -112,6 +113,21 @@ PYBIND11_MODULE(_C, m) {
       status = ug_cpu_run(&p);
     }
     raise_on(status, "ug_cpu_run", ug_cpu_last_error());
+  });
+
+  // The fused CPU edge softmax (csrc/cpu/softmax.h); x, y and out are addresses.
+  m.def("edge_softmax_cpu", [](bool backward, int64_t num_dst, int64_t num_edges, int32_t index_bits,
+                               uintptr_t indptr, uintptr_t eid, int32_t dtype, int64_t len, uintptr_t x,
+                               uintptr_t y, uintptr_t out) {
+    const UgSoftmaxParams p{num_dst, num_edges, index_bits, reinterpret_cast<const void*>(indptr),
+                            reinterpret_cast<const void*>(eid), dtype, len, reinterpret_cast<const void*>(x),
+                            reinterpret_cast<const void*>(y), reinterpret_cast<void*>(out)};
+    int status;
+    {
+      py::gil_scoped_release nogil;
+      status = backward ? ug_cpu_edge_softmax_backward(&p) : ug_cpu_edge_softmax_forward(&p);
+    }
+    raise_on(status, "ug_cpu_edge_softmax", ug_cpu_last_error());
   });
 
 #ifdef UGRAPH_WITH_CUDA

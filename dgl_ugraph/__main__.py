@@ -3,7 +3,7 @@
     python -m dgl_ugraph script.py [args...]   run script.py unchanged, with dgl_ugraph on
     python -m dgl_ugraph -m package.module [args...]
     python -m dgl_ugraph info                  what was built, and what this machine has
-    python -m dgl_ugraph demo [--edges N ...]  GCN/GAT/GIN/SAGE with the plugin on and off
+    python -m dgl_ugraph demo [--edges N ...]  GCN/GAT/GIN/SAGE with the plugin on and off, timed fairly
     python -m dgl_ugraph tune [--quick]        re-collect strategy timings on this GPU and retrain
 
 DGL_UGRAPH=0 keeps DGL's own kernels even here (handy for A/B runs of one command line).
@@ -11,6 +11,7 @@ DGL_UGRAPH=0 keeps DGL's own kernels even here (handy for A/B runs of one comman
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import runpy
 import sys
@@ -132,20 +133,79 @@ def _relative(ours, theirs) -> float:
     return ((ours - theirs).abs().max() / theirs.abs().max().clamp_min(1e-30)).item()
 
 
-def _timed(model, g, x, repeats, cuda):
+def _quartiles(xs):
+    """(first quartile, median, third quartile), interpolating as numpy's default does."""
+    s = sorted(xs)
+
+    def at(q):
+        pos = q * (len(s) - 1)
+        lo = int(pos)
+        hi = min(lo + 1, len(s) - 1)
+        return s[lo] + (s[hi] - s[lo]) * (pos - lo)
+
+    return at(0.25), at(0.5), at(0.75)
+
+
+def verdict(on_times, off_times):
+    """(speedup, (q1, q3) of the paired ratios, 'faster' | 'slower' | 'within noise').
+
+    The speedup is the ratio of the medians. Steps i of both sides ran next to each other, so
+    off_i / on_i cancels what the machine was doing at that moment; a difference is outside the
+    noise when the middle half of those paired ratios lies entirely above (or below) 1."""
+    ratios = [off / on for on, off in zip(on_times, off_times)]
+    q1, _, q3 = _quartiles(ratios)
+    speedup = _quartiles(off_times)[1] / _quartiles(on_times)[1]
+    kind = "faster" if q1 > 1.0 else "slower" if q3 < 1.0 else "within noise"
+    return speedup, (q1, q3), kind
+
+
+def _interleaved(model, g, x, steps, warmup, sync):
+    """Times `steps` forward+backward steps with the plugin on and as many with it off, one of
+    each after the other (the side that goes first alternates), after `warmup` untimed steps per
+    side that build every cache (graph formats, our CSC and reverse graph, decisions, DGL's own).
+    Returns the first step's results of each side and both lists of seconds."""
+    from . import integration
+
+    def one(on):
+        ctx = contextlib.nullcontext() if on else integration.disabled()
+        with ctx:
+            sync()
+            start = time.perf_counter()
+            result = _step(model, g, x)
+            sync()
+            return result, time.perf_counter() - start
+
+    first = {}
+    for _ in range(warmup):
+        for on in (True, False):
+            first.setdefault(on, one(on)[0])
+    times = {True: [], False: []}
+    for i in range(steps):
+        for on in ((True, False) if i % 2 == 0 else (False, True)):
+            times[on].append(one(on)[1])
+    return first[True], first[False], times[True], times[False]
+
+
+def pick_device(name: str):
+    """`auto`: the GPU when torch sees one and DGL runs there (DGL's CPU builds refuse CUDA
+    graphs), else the CPU. Returns the device and why it was chosen."""
     import torch
 
-    result = _step(model, g, x)  # warm-up: graph formats, caches
-    times = []
-    for _ in range(repeats):
-        if cuda:
-            torch.cuda.synchronize()
-        start = time.perf_counter()
-        _step(model, g, x)
-        if cuda:
-            torch.cuda.synchronize()
-        times.append(time.perf_counter() - start)
-    return result, sorted(times)[len(times) // 2]
+    if name != "auto":
+        return torch.device(name), "asked for"
+    if not torch.cuda.is_available():
+        return torch.device("cpu"), "auto: torch sees no GPU"
+    import dgl
+
+    from . import integration
+
+    try:
+        with integration.disabled():
+            g = dgl.graph(([0], [0])).to("cuda")
+            dgl.ops.copy_u_sum(g, torch.ones(1, 1, device="cuda"))
+    except Exception as exc:  # a CPU build of DGL raises on the first CUDA graph
+        return torch.device("cpu"), f"auto: torch sees a GPU but DGL does not run there ({str(exc).splitlines()[0][:80]})"
+    return torch.device("cuda"), "auto: GPU"
 
 
 def demo(argv):
@@ -154,9 +214,14 @@ def demo(argv):
     parser.add_argument("--nodes", type=int, default=40000)
     parser.add_argument("--edges", type=int, default=400000)
     parser.add_argument("--feat", type=int, default=32)
-    parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--device", default="cpu")
+    parser.add_argument("--steps", type=int, default=15, help="timed steps per side (at least 10)")
+    parser.add_argument("--warmup", type=int, default=2, help="untimed steps per side before timing")
+    parser.add_argument("--device", default="auto", help="auto (GPU if DGL runs there), cpu, cuda, cuda:N")
     args = parser.parse_args(argv)
+    if args.steps < 10:
+        parser.error("--steps must be at least 10: fewer gives no usable spread")
+    if args.warmup < 1:
+        parser.error("--warmup must be at least 1: the first step builds the caches")
     try:
         import dgl  # noqa: F401  (enables dgl_ugraph through the import hook)
     except ImportError:
@@ -167,27 +232,55 @@ def demo(argv):
 
     if not integration.is_enabled():
         integration.enable()
-    device = torch.device(args.device)
+    device, why = pick_device(args.device)
+    cuda = device.type == "cuda"
+    sync = (lambda: torch.cuda.synchronize(device)) if cuda else (lambda: None)
     g = skewed_graph(args.nodes, args.edges).to(device)
     deg = g.in_degrees().double()
+    threads = "" if cuda else f", {torch.get_num_threads()} threads"
     print(f"graph: {g.num_nodes()} nodes, {g.num_edges()} edges (with self-loops); in-degree mean "
-          f"{deg.mean():.1f}, std {deg.std():.1f}, max {int(deg.max())}; features {args.feat}, {device}")
+          f"{deg.mean():.1f}, std {deg.std():.1f}, max {int(deg.max())}; features {args.feat}; "
+          f"{device} ({why}{threads})")
     x = torch.randn(g.num_nodes(), args.feat, generator=torch.Generator().manual_seed(1)).to(device)
-    cuda = device.type == "cuda"
     reset_stats()
-    print("parity: max |on - off| / max |off| over the output and over each parameter's gradient")
-    print(f"{'model':14s} {'output':>9s} {'gradients':>10s} {'dgl_ugraph':>11s} {'DGL':>9s}")
+    print(f"{args.steps} forward+backward steps per side, plugin on and off interleaved step by step, after "
+          f"{args.warmup} untimed per side; times: median [first-third quartile] in ms")
+    print(f"{'model':14s} {'output':>8s} {'grads':>8s} {'dgl_ugraph':>20s} {'DGL':>20s} {'speedup':>8s} "
+          f"{'paired [q1-q3]':>15s}  verdict")
+    verdicts = {}
     for name, make in _demo_models(args.feat, 8).items():
         torch.manual_seed(0)
         model = make().to(device)
-        (out_on, grads_on), t_on = _timed(model, g, x, args.repeats, cuda)
-        with integration.disabled():
-            (out_off, grads_off), t_off = _timed(model, g, x, args.repeats, cuda)
+        (out_on, grads_on), (out_off, grads_off), t_on, t_off = _interleaved(model, g, x, args.steps, args.warmup, sync)
         d_out = _relative(out_on, out_off)
         d_grad = max(_relative(a, b) for a, b in zip(grads_on, grads_off))
-        print(f"{name:14s} {d_out:9.1e} {d_grad:10.1e} {t_on * 1e3:9.1f}ms {t_off * 1e3:7.1f}ms")
-    print("(times: median forward+backward step, plugin on vs off)")
+        speedup, (r1, r3), kind = verdict(t_on, t_off)
+        verdicts[name] = (speedup, kind)
+
+        def cell(ts):
+            q1, med, q3 = (t * 1e3 for t in _quartiles(ts))
+            return f"{med:7.1f} [{q1:5.1f}-{q3:5.1f}]"
+
+        print(f"{name:14s} {d_out:8.1e} {d_grad:8.1e} {cell(t_on):>20s} {cell(t_off):>20s} {speedup:7.2f}x "
+              f"{f'[{r1:.2f}-{r3:.2f}]':>15s}  {kind}")
+    print("(output, grads: max |on - off| / max |off|; speedup: DGL's median / dgl_ugraph's; paired: "
+          "the quartiles of DGL / dgl_ugraph over adjacent step pairs; within noise when they straddle 1)")
+    print(summary(verdicts))
     print(report(stats()))
+
+
+def summary(verdicts) -> str:
+    """One line: which models are faster, within noise or slower."""
+    groups = {kind: [f"{name} {s:.2f}x" for name, (s, k) in verdicts.items() if k == kind]
+              for kind in ("faster", "within noise", "slower")}
+    parts = [f"{kind}: {', '.join(names) if names else 'none'}" for kind, names in groups.items()]
+    if not groups["slower"] and not groups["within noise"]:
+        head = "every model is faster with dgl_ugraph, outside the noise"
+    elif not groups["slower"]:
+        head = "no model is slower with dgl_ugraph outside the noise"
+    else:
+        head = "some models are slower with dgl_ugraph outside the noise"
+    return f"summary: {head} ({'; '.join(parts)})"
 
 
 def main(argv=None):

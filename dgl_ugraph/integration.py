@@ -5,8 +5,8 @@ heterograph twins from dgl._sparse_ops at import time, and its autograd function
 EdgeSoftmax, ...) look those module globals up on every call, forward and backward. Replacing the
 globals there reroutes update_all/apply_edges with builtins, dgl.ops, edge_softmax and every
 backward pass; patching dgl._sparse_ops would change nothing. (On CPU, EdgeSoftmax calls fused
-kernels of DGL's, `_edge_softmax_forward/_backward`; they are replaced by the same gspmm/gsddmm
-calls its CUDA branch makes.)
+kernels of DGL's, `_edge_softmax_forward/_backward`; they are replaced by dgl_ugraph's fused CPU
+kernel.)
 
 Each call is recognized once per (graph, signature): the switching table maps DGL's
 (op, reduce_op, targets) to uGrapher's op_info, and the operands' dtype, device, rows and
@@ -27,7 +27,7 @@ import torch
 
 from . import _ext, cache, patterns
 from .abstraction import OpInfo, broadcast
-from .ops import choose, signature, ugrapher
+from .ops import choose, edge_softmax, signature, ugrapher
 from .select import deterministic
 from .stats import DGL, UGRAPHER, record
 
@@ -379,6 +379,8 @@ def _run_sddmm(d: _Decision, entry, lhs, rhs):
 
 
 def _pattern_key(sig_key) -> str:
+    if sig_key[0] == "edge_softmax":
+        return sig_key[1]
     if sig_key[0] == "gspmm":
         return patterns.spmm_key(sig_key[1], sig_key[2])
     return patterns.sddmm_key(sig_key[1], sig_key[2], sig_key[3])
@@ -394,7 +396,9 @@ def _decision_for(gidx, sig_key, op, lhs, rhs):
         d = entry.decisions.get(sig_key)
         if d is None or (d.parallel_info is not None and d.deterministic != deterministic()):
             # A CUDA configuration is chosen again when deterministic mode was switched since.
-            d = entry.decisions[sig_key] = _decide(entry, _pattern_key(sig_key), op, lhs, rhs)
+            key = _pattern_key(sig_key)
+            d = entry.decisions[sig_key] = (_decide_softmax(entry, key, lhs, rhs) if sig_key[0] == "edge_softmax"
+                                            else _decide(entry, key, op, lhs, rhs))
         return entry, d
     except Exception as exc:  # recognition itself failed: never the reason a run breaks
         key = _pattern_key(sig_key)
@@ -464,41 +468,53 @@ def _gsddmm_hetero(gidx, op, lhs_len, lhs_target="u", rhs_target="v", lhs_and_rh
 
 
 # ---- edge softmax on CPU -------------------------------------------------------------------------
-# DGL's CPU EdgeSoftmax runs fused kernels of its own (2.3x slower here than the calls below on
-# pubmed with 8 heads). dgl_ugraph computes the softmax as DGL's CUDA branch does: max, sub and
-# exp, sum, div forward; sum and mul backward. If any of those calls would not run on dgl_ugraph
-# (an unsupported dtype or graph, or a kernel that failed), DGL's fused kernel computes the whole
-# softmax, so a fallback gives exactly DGL's result.
+# DGL's CPU EdgeSoftmax runs fused kernels of its own, which loop over the elements of an edge
+# row outermost and gather every edge once per element. dgl_ugraph runs its own fused kernel
+# (csrc/cpu/softmax.cpp): the same operations in the same order, each destination row's scores
+# gathered once into a scratch that stays in cache. Whatever that kernel cannot run (an
+# unsupported dtype or graph, or a kernel that failed) runs on DGL's fused kernel, whole.
+
+# The operands _why_not checks: the forward reads one edge tensor, the backward two.
+_SOFTMAX_OPERANDS = {"edge_softmax_forward": patterns.Pattern("edge_softmax_forward", "-", "-", "edge", "null", "edge"),
+                     "edge_softmax_backward": patterns.Pattern("edge_softmax_backward", "-", "-", "edge", "edge", "edge")}
 
 
-class _NotHere(Exception):
-    """A call of the softmax chain would run on DGL."""
+def _decide_softmax(entry, key: str, x, y) -> _Decision:
+    graph = entry.ugraph
+    sig = _stats_signature(x, y, _name(graph.idtype))
+    reason = _why_not(entry, _SOFTMAX_OPERANDS[key], x, y)
+    if reason is None and graph.device.type != "cpu":
+        reason = f"the fused edge softmax runs on CPU (DGL calls it only there), the graph is on {graph.device}"
+    if reason is None and y is not None and x.shape != y.shape:
+        reason = f"output {tuple(x.shape)} and its product with the gradient {tuple(y.shape)} differ in shape"
+    if reason is None and (key, sig) in _failed:
+        reason = _failed[(key, sig)]
+    if reason is None and _ext._C is None:
+        reason = _ext.LOAD_ERROR
+        _warn_once("core", f"dgl_ugraph: {reason}; DGL's own kernels run every call")
+    if reason is not None:
+        d = _Decision(record(key, sig, DGL, reason))
+        if isinstance(reason, _ZeroRows):
+            d.error = f"{key}: the {reason.split(':')[0]}"
+        return d
+    rec = record(key, sig, UGRAPHER, "cpu", "fused edge softmax over each destination's in-edges")
+    return _Decision(rec, _SOFTMAX_OPERANDS[key], failure_key=(key, sig))
 
 
-def _not_here():
-    raise _NotHere
+def _run_softmax(d: _Decision, entry, x, y):
+    return edge_softmax(entry.ugraph, x, y)
 
 
 def _edge_softmax_forward(gidx, e, op):
-    score = e.unsqueeze(-1) if e.dim() == 1 else e
-    try:
-        if op != "copy_rhs":
-            raise _NotHere
-        score_max = _spmm(gidx, "copy_rhs", "max", None, score, _not_here)[0]
-        score = torch.exp(_sddmm(gidx, "sub", score, score_max, "e", "v", _not_here))
-        score_sum = _spmm(gidx, "copy_rhs", "sum", None, score, _not_here)[0]
-        out = _sddmm(gidx, "div", score, score_sum, "e", "v", _not_here)
-    except _NotHere:
-        return _dgl["_edge_softmax_forward"](gidx, e, op)
-    return out.squeeze(-1) if e.dim() == 1 else out
+    native = lambda: _dgl["_edge_softmax_forward"](gidx, e, op)  # noqa: E731
+    if op != "copy_rhs":  # the only op DGL's EdgeSoftmax passes; anything else is DGL's to judge
+        return native()
+    return _route(gidx, ("edge_softmax", "edge_softmax_forward", _meta(e)), op, e, None, _run_softmax, native)
 
 
 def _edge_softmax_backward(gidx, out, sds):
-    try:
-        accum = _spmm(gidx, "copy_rhs", "sum", None, sds, _not_here)[0]
-        return sds - _sddmm(gidx, "mul", out, accum, "e", "v", _not_here)
-    except _NotHere:
-        return _dgl["_edge_softmax_backward"](gidx, out, sds)
+    return _route(gidx, ("edge_softmax", "edge_softmax_backward", _meta(out), _meta(sds)), None, out, sds,
+                  _run_softmax, lambda: _dgl["_edge_softmax_backward"](gidx, out, sds))
 
 
 _REPLACEMENTS = {"_gspmm": _gspmm, "_gsddmm": _gsddmm, "_gspmm_hetero": _gspmm_hetero,

@@ -181,3 +181,36 @@ def ugrapher(graph: UGraph, op_info: OpInfo, parallel_info: Optional[ParallelInf
     """Runs the unified operator. Returns (C, argA, argB); the args are None unless gather_op is
     max/min and the edge_op reads that operand. On CPU, parallel_info is ignored."""
     return prepare(graph, op_info, parallel_info).run()
+
+
+def edge_softmax(graph: UGraph, x: torch.Tensor, y: Optional[torch.Tensor] = None) -> torch.Tensor:
+    """The fused CPU edge softmax over each destination's in-edges (csrc/cpu/softmax.h).
+
+    Forward (y None): x holds the scores, one row per edge id, any feature shape. Backward: x is
+    the forward's output and y = x * (output gradient); returns y - sum(y) * x, the sum over
+    each destination's in-edges. Float32 and float64 give the values of DGL's CPU kernels."""
+    if graph.device.type != "cpu":
+        raise ValueError(f"the fused edge softmax runs on CPU, the graph is on {graph.device}")
+    if x.dtype not in DTYPE_CODES:
+        raise TypeError(f"features must be float32, float64, float16 or bfloat16, got {x.dtype}")
+    for name, t in (("x", x), ("y", y)):
+        if t is None:
+            continue
+        if t.device != graph.device or t.dtype != x.dtype or t.shape != x.shape:
+            raise ValueError(f"{name} must be a {x.dtype} tensor of x's shape on {graph.device}, got "
+                             f"{t.dtype} {tuple(t.shape)} on {t.device}")
+        if t.dim() < 1 or t.shape[0] != graph.num_edges:
+            raise ValueError(f"{name} needs {graph.num_edges} edge rows, got shape {tuple(t.shape)}")
+    x = x.contiguous()
+    y = y.contiguous() if y is not None else None
+    out = torch.empty_like(x, memory_format=torch.contiguous_format)
+    if out.numel() == 0:
+        return out
+    if POISON_OUTPUTS:
+        out.fill_(float("nan"))
+    _ext.core().edge_softmax_cpu(y is not None, graph.num_dst, graph.num_edges,
+                                 32 if graph.idtype == torch.int32 else 64, graph.indptr.data_ptr(),
+                                 graph.eid.data_ptr() if graph.eid is not None else 0, DTYPE_CODES[x.dtype],
+                                 out.numel() // graph.num_edges, x.data_ptr(),
+                                 y.data_ptr() if y is not None else 0, out.data_ptr())
+    return out

@@ -2,7 +2,8 @@
 
 A kernel key is `call:op:reduce_op:lhs_target:rhs_target`, exactly as DGL passes them to `_gspmm`
 (which always reads lhs from u and rhs from e) and `_gsddmm`. '-' stands for "no reduction" and
-'*' for an operand the op does not read, so `copy_u` is `gspmm:copy_lhs:sum:u:*`.
+'*' for an operand the op does not read, so `copy_u` is `gspmm:copy_lhs:sum:u:*`. DGL's own fused
+kernels that dgl_ugraph replaces whole (the CPU edge softmax) are keyed by DGL's function name.
 """
 from __future__ import annotations
 
@@ -101,6 +102,11 @@ def builtin_lowering() -> Dict[str, dict]:
     return table()["builtins"]
 
 
+def fused() -> Dict[str, dict]:
+    """DGL's fused kernels that dgl_ugraph replaces with fused kernels of its own, by DGL's name."""
+    return {row["dgl"]: row for row in table()["fused"]}
+
+
 def markdown_table() -> str:
     """The README's supported-operators table, generated from the switching table: one row per
     kernel call family, with its op_info and the DGL builtins that reach it in the forward pass."""
@@ -126,6 +132,11 @@ def markdown_table() -> str:
             "backward passes and direct calls only"
         lines.append(f"| `{call}:{ops}:{reduce}:{lhs}:{rhs}` | ({edge_ops}, {gathers}, {rows[0].A_type}, "
                      f"{rows[0].B_type}, {rows[0].C_type}) | {reached_by} |")
+    for name, row in fused().items():
+        reached = [b[len("dgl.ops."):] for b, entry in builtins.items() if name in entry.get("cpu_calls", [])]
+        reached_by = ", ".join(reached) + f" on {row['device'].upper()}" if reached else \
+            f"backward passes on {row['device'].upper()}"
+        lines.append(f"| `{name}` ({row['device'].upper()}) | {row['kernel']} | {reached_by} |")
     for row in table()["unsupported"]:
         lines.append(f"| `{row['dgl']}` | runs on DGL | {row['reason']} |")
     for name, entry in builtins.items():

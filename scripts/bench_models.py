@@ -1502,67 +1502,81 @@ def summarize_gpu(path) -> str:
     return "\n".join(parts)
 
 
-def profile_ops(model_name, gname, reps=5):
-    """Time spent per gspmm/gsddmm pattern (and edge_softmax) in inference, plugin off and on:
-    {impl: {pattern: ms per forward}}, plus the forward's total under "total"."""
-    import sys as _sys
-
+def profile_ops(model_name, gname, mode="inference", reps=15):
+    """Time spent per gspmm/gsddmm pattern (and per CPU edge-softmax kernel) in one inference or
+    training step, plugin off and on, interleaved rep by rep after a warm-up of each:
+    {impl: {pattern: median ms per step}}, plus the step's median total under "total" and the
+    median of what the step spent outside those calls under "outside the sparse calls"."""
     import dgl_ugraph
     from dgl.backend.pytorch import sparse
 
-    es_module = _sys.modules["dgl.ops.edge_softmax"]
     name, load = next(iter(graph_cases(True, DEFAULT_STANDINS, {gname})))
     src, dst, n, feat, labels = load()
     feat, labels, classes = features(n, feat, labels)
     torch.manual_seed(0)
     model, prepare = build_model(model_name, feat.shape[1], classes)
     g = make_dgl_graph(src, dst, n, prepare)
-    fn = inference_fn(model, g, feat)
-    result = {}
-    for impl in ("dgl", "ugraph"):
-        acc = {}
+    fn = inference_fn(model, g, feat) if mode == "inference" else training_fn(model, g, feat, labels)
+    keys = {
+        "_gspmm": lambda gi, op, red, u, e: f"gspmm {op}-{red} F={tuple((u if u is not None else e).shape[1:])}",
+        "_gsddmm": lambda gi, op, l, r, lt="u", rt="v": f"gsddmm {lt}_{op}_{rt} F={tuple((l if l is not None else r).shape[1:])}",
+        "_edge_softmax_forward": lambda gi, e, op: f"edge_softmax forward F={tuple(e.shape[1:])}",
+        "_edge_softmax_backward": lambda gi, out, sds: f"edge_softmax backward F={tuple(out.shape[1:])}",
+    }
+    samples = {"dgl": [], "ugraph": []}
 
-        def timed(key_fn, original):
+    def one(impl):
+        """One step of impl with every sparse call timed: ({pattern: ms}, total ms)."""
+        (dgl_ugraph.disable if impl == "dgl" else dgl_ugraph.enable)()
+        acc = {}
+        saved = {attr: getattr(sparse, attr) for attr in keys if hasattr(sparse, attr)}
+
+        def timed(attr, original):
             def wrapper(*a, **k):
                 t0 = time.perf_counter()
                 out = original(*a, **k)
-                key = key_fn(*a, **k)
+                key = keys[attr](*a, **k)
                 acc[key] = acc.get(key, 0.0) + (time.perf_counter() - t0) * 1e3
                 return out
             return wrapper
 
-        if impl == "dgl":
-            dgl_ugraph.disable()
-        else:
-            dgl_ugraph.enable()
-        saved = (sparse._gspmm, sparse._gsddmm, es_module.edge_softmax_internal)
-        sparse._gspmm = timed(lambda gi, op, red, u, e: f"gspmm {op}-{red} F={tuple((u if u is not None else e).shape[1:])}",
-                              saved[0])
-        sparse._gsddmm = timed(lambda gi, op, l, r, lt="u", rt="v": f"gsddmm {lt}_{op}_{rt} F={tuple((l if l is not None else r).shape[1:])}",
-                               saved[1])
-        es_module.edge_softmax_internal = timed(lambda *a, **k: "edge_softmax (DGL's fused CPU kernel)", saved[2])
+        for attr, original in saved.items():
+            setattr(sparse, attr, timed(attr, original))
         try:
-            fn()
-            acc.clear()
             t0 = time.perf_counter()
-            for _ in range(reps):
-                fn()
-            total = (time.perf_counter() - t0) * 1e3 / reps
+            fn()
+            total = (time.perf_counter() - t0) * 1e3
         finally:
-            sparse._gspmm, sparse._gsddmm, es_module.edge_softmax_internal = saved
+            for attr, original in saved.items():
+                setattr(sparse, attr, original)
             dgl_ugraph.enable()
-        result[impl] = {k: v / reps for k, v in acc.items()}
-        result[impl]["total"] = total
+        return acc, total
+
+    for impl in ("dgl", "ugraph"):
+        one(impl)
+    for r in range(reps):
+        for impl in (("dgl", "ugraph") if r % 2 == 0 else ("ugraph", "dgl")):
+            samples[impl].append(one(impl))
+    result = {}
+    for impl, runs in samples.items():
+        patterns = sorted({k for acc, _ in runs for k in acc})
+        result[impl] = {k: statistics.median(acc.get(k, 0.0) for acc, _ in runs) for k in patterns}
+        result[impl]["outside the sparse calls"] = statistics.median(total - sum(acc.values()) for acc, total in runs)
+        result[impl]["total"] = statistics.median(total for _, total in runs)
     return result
 
 
 def print_profiles(specs):
+    """specs: MODEL:GRAPH or MODEL:GRAPH:training."""
     for spec in specs:
-        model_name, gname = spec.split(":", 1)
-        prof = profile_ops(model_name, gname)
-        print(f"\n{model_name} on {gname}, inference, ms per forward (plugin off = dgl, on = ugraph):")
+        model_name, gname, *mode = spec.split(":")
+        mode = mode[0] if mode else "inference"
+        prof = profile_ops(model_name, gname, mode)
+        print(f"\n{model_name} on {gname}, {mode}, median ms per step over 15 interleaved steps "
+              "(plugin off = dgl, on = ugraph):")
         print("| call | dgl ms | ugraph ms |\n|---|---|---|")
-        for key in sorted(set(prof["dgl"]) | set(prof["ugraph"]), key=lambda k: (k == "total", k)):
+        last = ("outside the sparse calls", "total")
+        for key in sorted(set(prof["dgl"]) | set(prof["ugraph"]), key=lambda k: (k in last, last.index(k) if k in last else 0, k)):
             print(f"| {key} | {prof['dgl'].get(key, 0):.3f} | {prof['ugraph'].get(key, 0):.3f} |")
 
 
@@ -1590,7 +1604,7 @@ def main(argv=None):
     ap.add_argument("--summarize", action="store_true",
                     help="print the markdown summary of --out's rows of --device (cuda: every non-CPU row)")
     ap.add_argument("--merge", default="", help="CSV of a run: replace --out's rows of its devices with its rows")
-    ap.add_argument("--profile", default="", help="MODEL:GRAPH,...: time per gspmm/gsddmm pattern, plugin off/on")
+    ap.add_argument("--profile", default="", help="MODEL:GRAPH[:training],...: time per gspmm/gsddmm pattern, plugin off/on")
     ap.add_argument("--impl", default=None, help="--summarize: the implementation (default ugraph)")
     ap.add_argument("--baseline", default=None,
                     help="--summarize: the baseline (default dgl; on cuda, either one gives that table alone)")

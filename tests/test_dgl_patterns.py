@@ -131,13 +131,14 @@ def test_builtin_lowers_as_the_table_says_and_every_call_is_covered(name):
     dgl_ugraph.reset_stats()
     out = builtin_runners()[name](g, x)
     forward = seen_patterns()
-    assert set(forward) == set(entry["calls"]), f"{name} lowered to {sorted(forward)}"
+    # On CPU (this suite), a DGL builtin with a CPU branch of its own calls what that branch calls.
+    assert set(forward) == set(entry.get("cpu_calls", entry["calls"])), f"{name} lowered to {sorted(forward)}"
     dgl_ugraph.reset_stats()
     if out.requires_grad:
         out.sum().backward()
     for key, counts in {**forward, **seen_patterns()}.items():
-        assert key in patterns.mapped() or patterns.unsupported_reason(key), key
-        if key in patterns.mapped():
+        assert key in patterns.mapped() or key in patterns.fused() or patterns.unsupported_reason(key), key
+        if key in patterns.mapped() or key in patterns.fused():
             assert counts["fallback"] == 0, (key, counts["reasons"])
 
 
@@ -165,48 +166,18 @@ def test_generic_gsddmm_reaches_only_mapped_rows(op, lhs, rhs):
         assert key in patterns.mapped() and counts["fallback"] == 0, (key, counts)
 
 
-@pytest.mark.parametrize("shape", [(), (4, 1), (2, 3)], ids=["1d", "heads", "2d"])
-@pytest.mark.parametrize("norm_by", ["dst", "src"])
-@pytest.mark.parametrize("dtype", [torch.float32, torch.float64], ids=["f32", "f64"])
-def test_cpu_edge_softmax_equals_dgl_fused_kernel(shape, norm_by, dtype):
-    """On CPU DGL's EdgeSoftmax calls fused kernels of its own; with the plugin on they become the
-    four calls of DGL's CUDA branch (two backward), all on dgl_ugraph, with DGL's values and
-    gradients. The graph has zero in-degree (and zero out-degree) nodes and a hub."""
-    gen = torch.Generator().manual_seed(5)
-    src = torch.cat([torch.randint(0, 50, (400,), generator=gen), torch.zeros(60, dtype=torch.int64)])
-    dst = torch.cat([torch.randint(0, 45, (400,), generator=gen), torch.randint(0, 45, (60,), generator=gen)])
-    g = dgl.graph((src, dst), num_nodes=60)
-    score = torch.randn((g.num_edges(),) + shape, generator=gen, dtype=dtype) * 4
-    grad = torch.randn(score.shape, generator=gen, dtype=dtype)
-
-    def run():
-        x = score.clone().requires_grad_()
-        out = dgl.ops.edge_softmax(g, x, norm_by=norm_by)
-        (out * grad).sum().backward()
-        return out.detach(), x.grad
-
-    dgl_ugraph.reset_stats()
-    ours = run()
-    seen = seen_patterns()
-    with dgl_ugraph.disabled():
-        theirs = run()
-    tol = dict(rtol=1e-5, atol=1e-6) if dtype == torch.float32 else dict(rtol=1e-12, atol=1e-13)
-    for a, b in zip(ours, theirs):
-        torch.testing.assert_close(a, b, **tol)
-    want = set(patterns.builtin_lowering()["dgl.ops.edge_softmax"]["calls"]) | {"gsddmm:mul:-:e:v"}
-    assert set(seen) == want and all(c["fallback"] == 0 for c in seen.values()), seen
-
-
 def test_cpu_edge_softmax_on_edge_subsets_and_fallback_dtypes():
     """eids select the edges softmax normalizes (DGL takes an edge subgraph first); a dtype the
     plugin does not run on CPU keeps DGL's fused kernel whole."""
     g = dgl.rand_graph(40, 300)
     x = torch.randn(300, 2)
     eids = torch.arange(0, 300, 3)
+    dgl_ugraph.reset_stats()
     ours = dgl.ops.edge_softmax(g, x[eids], eids=eids)
+    assert seen_patterns()["edge_softmax_forward"]["intercepted"] == 1
     with dgl_ugraph.disabled():
         theirs = dgl.ops.edge_softmax(g, x[eids], eids=eids)
-    torch.testing.assert_close(ours, theirs, rtol=1e-5, atol=1e-6)
+    torch.testing.assert_close(ours, theirs, rtol=2e-6, atol=1e-7)
     same_error(lambda: dgl.ops.edge_softmax(g, x.to(torch.float16)))
 
 

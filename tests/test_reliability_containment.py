@@ -99,7 +99,8 @@ def ours(caught):
 
 
 class FailingCore:
-    """The real compiled core, except that run_cpu raises `make()` (from call `after` on)."""
+    """The real compiled core, except that its CPU kernels (run_cpu, edge_softmax_cpu) raise
+    `make()` (from call `after` on)."""
 
     def __init__(self, real, make, after=0):
         self.real, self.make, self.after, self.calls = real, make, after, 0
@@ -107,11 +108,17 @@ class FailingCore:
     def __getattr__(self, name):
         return getattr(self.real, name)
 
-    def run_cpu(self, params):
+    def _kernel(self, name, *args):
         self.calls += 1
         if self.calls > self.after:
             raise self.make()
-        return self.real.run_cpu(params)
+        return getattr(self.real, name)(*args)
+
+    def run_cpu(self, params):
+        return self._kernel("run_cpu", params)
+
+    def edge_softmax_cpu(self, *args):
+        return self._kernel("edge_softmax_cpu", *args)
 
 
 FAILURES = {
