@@ -10,7 +10,7 @@
 - models_speedup_<device>.png: per model, the geomean speedup over graphs (bars), with the
   slowest and fastest graph (whiskers).
 - kernels_vs_cusparse.png: per operator, our kernels' speedup over cuSPARSE (torch.sparse.mm on
-  CSR) from bench/kernels.csv (kernels 17bf5d9d) and bench/kernels_b4610d2a.csv (kernels
+  CSR) from bench/kernels.csv (team kernels d39a28b4) and bench/kernels_b4610d2a.csv (kernels
   b4610d2a), for the selector's choice and the best searched configuration. Operators cuSPARSE
   cannot express are shown against the torch gather/scatter path, and say so.
 """
@@ -30,7 +30,7 @@ from matplotlib.colors import TwoSlopeNorm  # noqa: E402
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 MODELS = ("GCN", "GAT", "GIN", "SAGE-mean", "SAGE-gcn", "SAGE-pool")
-KERNEL_FILES = (("kernels_b4610d2a.csv", "b4610d2a"), ("kernels.csv", "17bf5d9d"))
+KERNEL_FILES = (("kernels_b4610d2a.csv", "b4610d2a"), ("kernels.csv", "d39a28b4"))
 
 
 def geomean(xs):
@@ -160,7 +160,7 @@ def kernels_chart(path):
     ops = sorted({op for f in found for op in f}, key=lambda o: (o not in ("copy_u-sum", "u_mul_e-sum"), o))
     fig, axes = plt.subplots(len(ops), 1, figsize=(19, 2.6 * len(ops)), squeeze=False)
     colors = {("b4610d2a", "ugraph"): "#9ecae1", ("b4610d2a", "ugraph_best"): "#3182bd",
-              ("17bf5d9d", "ugraph"): "#fdae6b", ("17bf5d9d", "ugraph_best"): "#e6550d"}
+              ("d39a28b4", "ugraph"): "#fdae6b", ("d39a28b4", "ugraph_best"): "#e6550d"}
     for ax, op in zip(axes[:, 0], ops):
         cases = [c for f in found for c in f.get(op, [])]
         labels = list(dict.fromkeys((c[4], c[0]) for c in cases))
@@ -180,7 +180,7 @@ def kernels_chart(path):
         base = "cuSPARSE (torch.sparse.mm, CSR)" if bases == {"cusparse"} else \
             "torch gather/scatter (cuSPARSE has no such op)"
         ax.set_title(f"{op}: speedup vs {base}; H100, fp32; kernels b4610d2a (blue, graphs of kernels_b4610d2a.csv) "
-                     f"and 17bf5d9d (orange, graphs of kernels.csv)", fontsize=9)
+                     f"and d39a28b4 (orange, graphs of kernels.csv)", fontsize=9)
         ax.set_ylabel("speedup")
         ax.legend(fontsize=6.5, loc="upper left", bbox_to_anchor=(1.005, 1.0))
     fig.tight_layout()
