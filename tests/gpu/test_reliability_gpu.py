@@ -124,8 +124,20 @@ def draw_case(seed: int):
     return graph, op, pinfo, dtype, desc
 
 
+# Where the fp64 oracle runs. Under compute-sanitizer every launch is instrumented, so the
+# sanitizer driver (sanitize below) computes the oracle on the CPU: only our kernels and a few
+# small torch ops then run on the device.
+ORACLE_DEVICE = {"device": "cuda"}
+
+
 def compare(graph, op, outputs, dtype) -> str:
     """'' when the outputs match the fp64 oracle, else what differs."""
+    if ORACLE_DEVICE["device"] != graph.device.type:
+        dev = ORACLE_DEVICE["device"]
+        graph = graph.to(dev)
+        op = OpInfo(op.edge_op, op.gather_op, None if op.A is None else op.A.to(dev), op.A_type,
+                    None if op.B is None else op.B.to(dev), op.B_type, op.C_type)
+        outputs = tuple(None if t is None else t.to(dev) for t in outputs)
     c, arg_a, arg_b = outputs
     if graph.num_edges == 0:  # the oracle reshapes edge rows; no edges: every row is empty
         shape = ((graph.num_edges if op.gather_op == "none" else graph.num_dst),) + tuple(c.shape[1:])
@@ -466,6 +478,7 @@ def test_out_of_memory_is_an_exception_not_a_crash():
 def sanitize(tiny: bool) -> int:
     """A small slice of the fuzz seeds (every strategy forced at least once), for compute-sanitizer."""
     count = 40 if tiny else 500
+    ORACLE_DEVICE["device"] = "cpu"
     bad = 0
     start = time.time()
     for i in range(count):
