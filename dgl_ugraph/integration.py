@@ -273,6 +273,22 @@ def _shapes(pattern, op, lhs, rhs):
     return ours, expand_lhs, expand_rhs, squeeze_out
 
 
+def _refusal(key: str, sig, reason) -> Optional[_Decision]:
+    """DGL's decision for a call that does not run here, or None when it does: the recognition's
+    reason, else an earlier failure of this signature, else a missing compiled core."""
+    if reason is None and (key, sig) in _failed:
+        reason = _failed[(key, sig)]
+    if reason is None and _ext._C is None:
+        reason = _ext.LOAD_ERROR
+        _warn_once("core", f"dgl_ugraph: {reason}; DGL's own kernels run every call")
+    if reason is None:
+        return None
+    d = _Decision(record(key, sig, DGL, reason))
+    if isinstance(reason, _ZeroRows):
+        d.error = f"{key}: the {reason.split(':')[0]}"
+    return d
+
+
 def _decide(entry, key: str, op: str, lhs, rhs) -> _Decision:
     graph = entry.ugraph
     sig = _stats_signature(lhs, rhs, _name(graph.idtype))
@@ -285,16 +301,9 @@ def _decide(entry, key: str, op: str, lhs, rhs) -> _Decision:
         shapes = _shapes(found, op, lhs, rhs)
         if isinstance(shapes, str):
             reason = shapes
-    if reason is None and (key, sig) in _failed:
-        reason = _failed[(key, sig)]
-    if reason is None and _ext._C is None:
-        reason = _ext.LOAD_ERROR
-        _warn_once("core", f"dgl_ugraph: {reason}; DGL's own kernels run every call")
-    if reason is not None:
-        d = _Decision(record(key, sig, DGL, reason))
-        if isinstance(reason, _ZeroRows):
-            d.error = f"{key}: the {reason.split(':')[0]}"
-        return d
+    refused = _refusal(key, sig, reason)
+    if refused is not None:
+        return refused
     out_shape, expand_lhs, expand_rhs, squeeze_out = shapes
     op_info = f"({found.edge_op}, {found.gather_op}, {found.A_type}, {found.B_type}, {found.C_type})"
     parallel_info = None
@@ -487,16 +496,9 @@ def _decide_softmax(entry, key: str, x, y) -> _Decision:
         reason = f"the fused edge softmax runs on CPU (DGL calls it only there), the graph is on {graph.device}"
     if reason is None and y is not None and x.shape != y.shape:
         reason = f"output {tuple(x.shape)} and its product with the gradient {tuple(y.shape)} differ in shape"
-    if reason is None and (key, sig) in _failed:
-        reason = _failed[(key, sig)]
-    if reason is None and _ext._C is None:
-        reason = _ext.LOAD_ERROR
-        _warn_once("core", f"dgl_ugraph: {reason}; DGL's own kernels run every call")
-    if reason is not None:
-        d = _Decision(record(key, sig, DGL, reason))
-        if isinstance(reason, _ZeroRows):
-            d.error = f"{key}: the {reason.split(':')[0]}"
-        return d
+    refused = _refusal(key, sig, reason)
+    if refused is not None:
+        return refused
     rec = record(key, sig, UGRAPHER, "cpu", "fused edge softmax over each destination's in-edges")
     return _Decision(rec, _SOFTMAX_OPERANDS[key], failure_key=(key, sig))
 

@@ -33,3 +33,14 @@ def plugin_on():
     yield
     if not was:
         dgl_ugraph.disable()
+
+
+@pytest.fixture
+def isolated_failures(monkeypatch):
+    """Failures recorded by a test stay in that test."""
+    from dgl_ugraph import cache, integration
+
+    monkeypatch.setattr(integration, "_failed", {})
+    monkeypatch.setattr(integration, "_warned", set())
+    yield
+    cache.clear()

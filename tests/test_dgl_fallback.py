@@ -14,20 +14,13 @@ import dgl.function as fn
 import dgl_ugraph
 from tests.dgl_errors import same_error
 from dgl.backend.pytorch import sparse
-from dgl_ugraph import _ext, cache, integration
+from dgl_ugraph import _ext, integration
 
 pytestmark = pytest.mark.usefixtures("plugin_on")
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-@pytest.fixture
-def isolated_failures(monkeypatch):
-    """Failures recorded by a test stay in that test."""
-    monkeypatch.setattr(integration, "_failed", {})
-    monkeypatch.setattr(integration, "_warned", set())
-    yield
-    cache.clear()
 
 
 def small_graph(seed=0, nodes=30, edges=120):

@@ -14,7 +14,7 @@ import torch
 
 import dgl
 import dgl_ugraph
-from dgl_ugraph import UGraph, _ext, cache, integration
+from dgl_ugraph import UGraph, _ext, integration
 from dgl_ugraph.ops import edge_softmax
 from tests.dgl_errors import same_error
 from tests.test_core_cpu import omp_threads
@@ -254,12 +254,6 @@ def test_gat_model_uses_the_fused_kernel():
 
 # ---- falling back: DGL's fused kernel, whole --------------------------------------------------
 
-@pytest.fixture
-def isolated_failures(monkeypatch):
-    monkeypatch.setattr(integration, "_failed", {})
-    monkeypatch.setattr(integration, "_warned", set())
-    yield
-    cache.clear()
 
 
 def softmax_patterns():
