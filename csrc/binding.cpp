@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <string>
+#include <unordered_map>
 
 #include "common/validate.h"
 #include "forest.h"
@@ -69,13 +70,58 @@ py::dict capabilities() {
   return caps;
 }
 
+// Params(**fields) fills every field in one call: the DGL layer builds one per kernel call, and
+// thirty attribute writes through pybind11 cost more than a small kernel.
+using Setter = void (*)(UgParams&, py::handle);
+template <typename T, T UgParams::*M>
+void set_value(UgParams& p, py::handle v) { p.*M = v.cast<T>(); }
+template <typename T, T* UgParams::*M>
+void set_pointer(UgParams& p, py::handle v) { p.*M = reinterpret_cast<T*>(v.cast<uintptr_t>()); }
+
+const std::unordered_map<std::string, Setter>& setters() {
+#define UG_V(f) {#f, &set_value<decltype(UgParams::f), &UgParams::f>}
+#define UG_P(f, T) {#f, &set_pointer<T, &UgParams::f>}
+  static const std::unordered_map<std::string, Setter> all = {
+      UG_V(num_src), UG_V(num_dst), UG_V(num_edges), UG_V(index_bits), UG_V(edge_op), UG_V(gather_op),
+      UG_V(a_type), UG_V(b_type), UG_V(c_type), UG_V(dtype), UG_V(a_row_stride), UG_V(b_row_stride),
+      UG_V(out_len), UG_V(a_len), UG_V(b_len), UG_V(reduce_size), UG_V(strategy), UG_V(grouping),
+      UG_V(tiling), UG_V(workspace_bytes),
+      UG_P(indptr, const void), UG_P(col, const void), UG_P(row, const void), UG_P(eid, const void),
+      UG_P(a, const void), UG_P(b, const void), UG_P(c, void), UG_P(arg_a, void), UG_P(arg_b, void),
+      UG_P(a_off, const int64_t), UG_P(b_off, const int64_t), UG_P(workspace, void)};
+#undef UG_V
+#undef UG_P
+  return all;
+}
+
+void assign(UgParams& p, const py::kwargs& fields) {
+  for (const auto& item : fields) {
+    const std::string name = item.first.cast<std::string>();
+    const auto it = setters().find(name);
+    if (it == setters().end()) throw py::type_error("Params has no field " + name);
+    it->second(p, item.second);
+  }
+}
+
+UgParams make_params(const py::kwargs& fields) {
+  UgParams p{};
+  assign(p, fields);
+  return p;
+}
+
 }  // namespace
 
 PYBIND11_MODULE(_C, m) {
   m.doc() = "dgl_ugraph compiled core: the unified graph operator on CPU and CUDA";
 
   py::class_<UgParams> params(m, "Params");
-  params.def(py::init([]() { return UgParams{}; }));
+  params.def(py::init(&make_params));
+  // A copy with some fields changed: a repeat call of one signature changes only its data.
+  params.def("replace", [](const UgParams& p, const py::kwargs& fields) {
+    UgParams q = p;
+    assign(q, fields);
+    return q;
+  });
 #define UG_FIELD(name) params.def_readwrite(#name, &UgParams::name)
   UG_FIELD(num_src); UG_FIELD(num_dst); UG_FIELD(num_edges); UG_FIELD(index_bits);
   UG_FIELD(edge_op); UG_FIELD(gather_op); UG_FIELD(a_type); UG_FIELD(b_type); UG_FIELD(c_type);

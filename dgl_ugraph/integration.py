@@ -27,7 +27,7 @@ import torch
 
 from . import _ext, cache, patterns
 from .abstraction import OpInfo, broadcast
-from .ops import choose, edge_softmax, signature, ugrapher
+from .ops import Plan, choose, edge_softmax, signature
 from .select import deterministic
 from .stats import DGL, UGRAPHER, record
 
@@ -171,7 +171,7 @@ class _Decision:
     """How one (graph, signature) runs: on dgl_ugraph (pattern set) or on DGL (pattern None)."""
 
     __slots__ = ("record", "pattern", "parallel_info", "out_shape", "expand_lhs", "expand_rhs", "squeeze_out",
-                 "failure_key", "error", "deterministic")
+                 "failure_key", "error", "deterministic", "plan")
 
     def __init__(self, record, pattern=None, parallel_info=None, out_shape=(), expand_lhs=False,
                  expand_rhs=False, squeeze_out=False, failure_key=None):
@@ -185,6 +185,7 @@ class _Decision:
         self.failure_key = failure_key
         self.error = None  # a message to raise as DGLError where DGL's own kernel would crash the process
         self.deterministic = None  # the mode a CUDA configuration was chosen under
+        self.plan = None  # ops.Plan, made by the first call that runs on dgl_ugraph
 
 
 def _meta(t):
@@ -353,6 +354,13 @@ def _graph_fallback(key: str, reason: str, lhs, rhs, gidx):
 # ---- the replacements ---------------------------------------------------------------------------
 
 
+def _planned(d: _Decision, graph, lhs, rhs):
+    """The decision's kernel call: planned by its first call, each later one reusing the plan."""
+    if d.plan is None:
+        d.plan = Plan(graph, _op_info(d.pattern, lhs, rhs), d.parallel_info)
+    return d.plan.run(lhs if d.pattern.A_type != "null" else None, rhs if d.pattern.B_type != "null" else None)
+
+
 def _run_spmm(d: _Decision, entry, lhs, rhs):
     if d.expand_lhs:
         lhs = lhs.unsqueeze(-1)
@@ -368,7 +376,7 @@ def _run_spmm(d: _Decision, entry, lhs, rhs):
         arg_a = torch.zeros(out.shape, dtype=graph.idtype, device=x.device) if cmp and p.A_type != "null" else None
         arg_b = torch.zeros(out.shape, dtype=graph.idtype, device=x.device) if cmp and p.B_type != "null" else None
     else:
-        out, arg_a, arg_b = ugrapher(graph, _op_info(p, lhs, rhs), d.parallel_info)
+        out, arg_a, arg_b = _planned(d, graph, lhs, rhs)
     if d.squeeze_out:
         out = out.squeeze(-1)
     if d.expand_lhs and arg_a is not None:
@@ -383,7 +391,7 @@ def _run_sddmm(d: _Decision, entry, lhs, rhs):
         lhs = lhs.unsqueeze(-1)
     if d.expand_rhs:
         rhs = rhs.unsqueeze(-1)
-    out = ugrapher(entry.ugraph, _op_info(d.pattern, lhs, rhs), d.parallel_info)[0]
+    out = _planned(d, entry.ugraph, lhs, rhs)[0]
     return out.squeeze(-1) if d.squeeze_out else out
 
 

@@ -52,11 +52,7 @@ def _operand(t: torch.Tensor, ttype: str, graph: UGraph, side: str, dtype: torch
         raise TypeError(f"A and B must share one dtype, got {dtype} and {t.dtype}")
     if t.dim() < 1 or t.shape[0] != _rows_of(graph, ttype):
         raise ValueError(f"{side} is typed {ttype} and needs {_rows_of(graph, ttype)} rows, got shape {tuple(t.shape)}")
-    if t.dim() == 1:
-        t = t.unsqueeze(-1)
-    if t.shape[0] > 0 and not t[0].is_contiguous():
-        t = t.contiguous()
-    return t
+    return _features_contiguous(t)
 
 
 def signature(graph: UGraph, op: OpInfo) -> Tuple[Signature, Broadcast]:
@@ -142,26 +138,21 @@ def prepare(graph: UGraph, op_info: OpInfo, parallel_info: Optional[ParallelInfo
     if c.numel() == 0:
         return Prepared(None, outputs, (), device, core)
 
-    p = core.Params()
-    p.num_src, p.num_dst, p.num_edges = graph.num_src, graph.num_dst, graph.num_edges
-    p.index_bits = 32 if graph.idtype == torch.int32 else 64
-    p.indptr, p.col, p.row = graph.indptr.data_ptr(), graph.col.data_ptr(), graph.row.data_ptr()
-    p.eid = graph.eid.data_ptr() if graph.eid is not None else 0
-    p.edge_op, p.gather_op = EDGE_OP_CODE[op.edge_op], GATHER_OP_CODE[op.gather_op]
-    p.a_type, p.b_type = TENSOR_TYPE_CODE[sig.a_type], TENSOR_TYPE_CODE[sig.b_type]
-    p.c_type = TENSOR_TYPE_CODE[op.C_type]
-    p.dtype = DTYPE_CODES[dtype]
-    if a is not None:
-        p.a, p.a_row_stride = a.data_ptr(), a.stride(0)
-    if b is not None:
-        p.b, p.b_row_stride = b.data_ptr(), b.stride(0)
-    p.c = c.data_ptr()
-    p.arg_a = arg_a.data_ptr() if arg_a is not None else 0
-    p.arg_b = arg_b.data_ptr() if arg_b is not None else 0
-    p.out_len, p.a_len, p.b_len, p.reduce_size = bc.out_len, bc.a_len, bc.b_len, bc.reduce_size
     a_off, b_off = _offsets(bc.a_off, device), _offsets(bc.b_off, device)
-    p.a_off = a_off.data_ptr() if a_off is not None else 0
-    p.b_off = b_off.data_ptr() if b_off is not None else 0
+    p = core.Params(
+        num_src=graph.num_src, num_dst=graph.num_dst, num_edges=graph.num_edges,
+        index_bits=32 if graph.idtype == torch.int32 else 64,
+        indptr=graph.indptr.data_ptr(), col=graph.col.data_ptr(), row=graph.row.data_ptr(),
+        eid=graph.eid.data_ptr() if graph.eid is not None else 0,
+        edge_op=EDGE_OP_CODE[op.edge_op], gather_op=GATHER_OP_CODE[op.gather_op],
+        a_type=TENSOR_TYPE_CODE[sig.a_type], b_type=TENSOR_TYPE_CODE[sig.b_type], c_type=TENSOR_TYPE_CODE[op.C_type],
+        dtype=DTYPE_CODES[dtype],
+        a=a.data_ptr() if a is not None else 0, a_row_stride=a.stride(0) if a is not None else 0,
+        b=b.data_ptr() if b is not None else 0, b_row_stride=b.stride(0) if b is not None else 0,
+        c=c.data_ptr(), arg_a=arg_a.data_ptr() if arg_a is not None else 0,
+        arg_b=arg_b.data_ptr() if arg_b is not None else 0,
+        out_len=bc.out_len, a_len=bc.a_len, b_len=bc.b_len, reduce_size=bc.reduce_size,
+        a_off=a_off.data_ptr() if a_off is not None else 0, b_off=b_off.data_ptr() if b_off is not None else 0)
     keep = [graph, a, b, a_off, b_off]
     if device.type == "cuda":
         pinfo = parallel_info or choose(graph, sig, op_info)
@@ -175,6 +166,59 @@ def prepare(graph: UGraph, op_info: OpInfo, parallel_info: Optional[ParallelInfo
             p.workspace, p.workspace_bytes = workspace.data_ptr(), nbytes
             keep.append(workspace)
     return Prepared(p, outputs, keep, device, core)
+
+
+class Plan:
+    """One operator signature on one graph, checked once by `prepare` (every check, the
+    broadcast, the parallel info, the packed params); each call with operands of the same
+    shapes, dtype and device then allocates its outputs, copies the packed params with its own
+    data pointers and runs, with no other Python work."""
+
+    __slots__ = ("_template", "_keep", "_c_shape", "_idtype", "_arg_a", "_arg_b", "_lhs", "_rhs", "_workspace")
+
+    def __init__(self, graph: UGraph, op_info: OpInfo, parallel_info: Optional[ParallelInfo] = None):
+        first = prepare(graph, op_info, parallel_info)
+        c, arg_a, arg_b = first.outputs
+        self._template, self._keep = first.params, first._keep  # the offsets the params point to
+        self._c_shape, self._idtype = (c.shape, c.dtype, c.device), graph.idtype
+        self._arg_a, self._arg_b = arg_a is not None, arg_b is not None
+        self._lhs = op_info.A is not None and uses_lhs(op_info.edge_op)
+        self._rhs = op_info.B is not None and uses_rhs(op_info.edge_op)
+        self._workspace = first.params.workspace_bytes if first.params is not None else 0
+
+    def run(self, a: Optional[torch.Tensor], b: Optional[torch.Tensor]):
+        """(C, argA, argB) for operands of the planned shapes, dtype and device."""
+        shape, dtype, device = self._c_shape
+        c = torch.empty(shape, dtype=dtype, device=device)
+        arg_a = torch.empty(shape, dtype=self._idtype, device=device) if self._arg_a else None
+        arg_b = torch.empty(shape, dtype=self._idtype, device=device) if self._arg_b else None
+        if self._template is None:  # an empty output: nothing to compute
+            return c, arg_a, arg_b
+        fields = dict(c=c.data_ptr(), arg_a=arg_a.data_ptr() if arg_a is not None else 0,
+                      arg_b=arg_b.data_ptr() if arg_b is not None else 0)
+        keep = [self._keep]
+        if self._lhs:
+            a = _features_contiguous(a)
+            fields.update(a=a.data_ptr(), a_row_stride=a.stride(0))
+            keep.append(a)
+        if self._rhs:
+            b = _features_contiguous(b)
+            fields.update(b=b.data_ptr(), b_row_stride=b.stride(0))
+            keep.append(b)
+        if self._workspace:
+            workspace = torch.empty(self._workspace, dtype=torch.uint8, device=device)
+            fields["workspace"] = workspace.data_ptr()
+            keep.append(workspace)
+        return Prepared(self._template.replace(**fields), (c, arg_a, arg_b), keep, device, _ext.core()).run()
+
+
+_INDEX_DTYPES = {32: torch.int32, 64: torch.int64}
+
+
+def _features_contiguous(t: torch.Tensor) -> torch.Tensor:
+    """t with each row's features contiguous, as params.h wants (rows may keep any stride)."""
+    t = t.unsqueeze(-1) if t.dim() == 1 else t
+    return t.contiguous() if t.shape[0] > 0 and not t[0].is_contiguous() else t
 
 
 def ugrapher(graph: UGraph, op_info: OpInfo, parallel_info: Optional[ParallelInfo] = None):

@@ -134,7 +134,7 @@ def test_a_failing_kernel_costs_one_warning_and_gives_dgls_results(monkeypatch, 
     weight = torch.rand(8, 8, requires_grad=True)
     with dgl_ugraph.disabled():
         ref, ref_grad = gcn_step(g, x, weight)
-    monkeypatch.setattr(integration, "ugrapher", broken)
+    monkeypatch.setattr(integration, "Plan", broken)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         for _ in range(3):

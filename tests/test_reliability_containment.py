@@ -248,7 +248,7 @@ def test_failure_in_the_backward_pass_only(monkeypatch):
     """The forward pass runs on dgl_ugraph; the reverse-graph kernel of the backward raises."""
     g, x, y = problem(5)
     ref = native("GCN", g, x, y)
-    real = integration.ugrapher
+    real = integration.Plan
 
     def flaky(graph, op_info, parallel_info=None):
         if getattr(flaky, "in_backward", False):
@@ -265,7 +265,7 @@ def test_failure_in_the_backward_pass_only(monkeypatch):
             flaky.in_backward = True
             return grad
 
-    monkeypatch.setattr(integration, "ugrapher", flaky)
+    monkeypatch.setattr(integration, "Plan", flaky)
     torch.manual_seed(0)
     model = GCN()
     opt = torch.optim.Adam(model.parameters(), lr=0.01)

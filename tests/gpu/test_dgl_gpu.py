@@ -311,7 +311,7 @@ def test_a_failing_cuda_kernel_costs_one_warning_and_gives_dgls_results(monkeypa
     with dgl_ugraph.disabled():
         ref = step(g, x, weight)
         ref_grad, weight.grad = weight.grad, None
-    monkeypatch.setattr(integration, "ugrapher", broken)
+    monkeypatch.setattr(integration, "Plan", broken)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         for _ in range(3):
