@@ -40,7 +40,7 @@ def run_script(argv):
 def info():
     import torch
 
-    from . import _ext, patterns
+    from . import _ext, patterns, settings
     from .integration import SUPPORTED_DGL, TESTED, is_enabled
 
     here = os.path.dirname(os.path.abspath(__file__))
@@ -68,7 +68,7 @@ def info():
     try:
         import dgl
         print(f"DGL {dgl.__version__} (dgl_ugraph supports {low[0]}.{low[1]} to {high[0]}.{high[1]}); "
-              f"interception {'on' if is_enabled() else 'off'} (DGL_UGRAPH={os.environ.get('DGL_UGRAPH', 'unset')})")
+              f"interception {'on' if is_enabled() else 'off'} (DGL_UGRAPH={settings.on_import_text()})")
     except ImportError:
         print("DGL: not installed (the kernel API dgl_ugraph.ugrapher still works)")
     print("tested on CPU with: " + ", ".join(f"DGL {d} + torch {t}" for d, t in TESTED))

@@ -27,6 +27,7 @@ from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 import torch
 
+from . import settings
 from .abstraction import STRATEGY_CODE, OpInfo, ParallelInfo
 from .predictor import CaseInfo, DeviceInfo, user_cache_dir
 from .select import DTYPE_NAMES, Signature
@@ -262,11 +263,11 @@ CACHE_VERSION = 1
 
 
 def enabled() -> bool:
-    return os.environ.get("DGL_UGRAPH_AUTOTUNE", "0") == "1"
+    return settings.autotune()
 
 
 def top_k() -> int:
-    return max(1, int(os.environ.get("DGL_UGRAPH_AUTOTUNE_TOPK", "5")))
+    return settings.autotune_top_k()
 
 
 def cache_key(case: CaseInfo, sig: Signature) -> str:

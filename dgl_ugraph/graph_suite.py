@@ -12,13 +12,14 @@ same spec always gives the same edges. Families:
 from __future__ import annotations
 
 import math
-import os
 import pathlib
 from dataclasses import dataclass, replace
 from typing import Iterator, List, Optional, Tuple
 
 import numpy as np
 import torch
+
+from . import settings
 
 
 @dataclass(frozen=True)
@@ -153,7 +154,7 @@ def make(spec: GraphSpec) -> Tuple[torch.Tensor, torch.Tensor, int]:
 
 
 def datasets_dir() -> Optional[pathlib.Path]:
-    env = os.environ.get("DGL_UGRAPH_DATASETS")
+    env = settings.datasets()
     candidates = [pathlib.Path(env)] if env else []
     here = pathlib.Path(__file__).resolve().parent.parent
     candidates += [here.parent / "shared" / "datasets", here / "shared" / "datasets"]

@@ -5,13 +5,12 @@ that the DGL layer calls and that the GPU tests exercise directly with torch ten
 """
 from __future__ import annotations
 
-import os
 from functools import lru_cache
 from typing import Dict, Optional, Tuple
 
 import torch
 
-from . import _ext, predictor
+from . import _ext, predictor, settings
 from .abstraction import (DTYPE_CODES, EDGE_OP_CODE, GATHER_OP_CODE, STRATEGY_CODE, TENSOR_TYPE_CODE,
                           Broadcast, OpInfo, ParallelInfo, broadcast, uses_lhs, uses_rhs)
 from .graph import UGraph
@@ -21,7 +20,7 @@ _offset_cache: Dict[Tuple, torch.Tensor] = {}
 
 # Debugging aid (METHOD.md): fill every output with NaN / -7 before the kernel runs, so an
 # element the kernel forgets to write shows up instead of hiding behind allocator leftovers.
-POISON_OUTPUTS = os.environ.get("DGL_UGRAPH_DEBUG_POISON", "0") == "1"
+POISON_OUTPUTS = settings.debug_poison()
 
 
 @lru_cache(maxsize=4096)
@@ -74,7 +73,7 @@ def choose(graph: UGraph, sig: Signature, op: Optional[OpInfo] = None) -> Parall
     allowed = candidates(sig, graph.num_edges, compiled)
     if not allowed:
         raise TypeError(f"no compiled CUDA strategy can run {sig}")
-    forced = os.environ.get("DGL_UGRAPH_STRATEGY")
+    forced = settings.forced_strategy()
     if forced:
         pinfo = ParallelInfo.parse(forced)
         if pinfo.strategy in allowed:

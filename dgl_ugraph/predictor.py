@@ -20,7 +20,6 @@ from __future__ import annotations
 import ctypes
 import json
 import math
-import os
 import pathlib
 import threading
 import warnings
@@ -31,6 +30,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 import numpy as np
 import torch
 
+from . import settings
 from .abstraction import (EDGE_OP_CODE, GATHER_OP_CODE, GROUPINGS, STRATEGIES, TENSOR_TYPE_CODE,
                           ParallelInfo)
 from .select import Signature
@@ -308,14 +308,13 @@ SHIPPED_DIR = pathlib.Path(__file__).resolve().parent / "predictor_models"
 
 
 def user_cache_dir() -> pathlib.Path:
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return pathlib.Path(base) / "dgl_ugraph"
+    return settings.cache_dir()
 
 
 def model_paths(family: str) -> List[pathlib.Path]:
     """Where a model for `family` is looked for, first match wins: DGL_UGRAPH_MODEL (a file), the
     model `tune` wrote to the user cache, the one shipped in the package."""
-    forced = os.environ.get("DGL_UGRAPH_MODEL")
+    forced = settings.model_file()
     if forced:
         return [pathlib.Path(forced)]
     return [user_cache_dir() / "models" / f"{family}.json", SHIPPED_DIR / f"{family}.json"]
@@ -381,9 +380,9 @@ _load_lock = threading.Lock()
 def load(family: str) -> Optional[Predictor]:
     """The model for a GPU family, loaded once; None (with one warning if a file was there but
     unusable) when there is none. DGL_UGRAPH_PREDICTOR=0 turns the predictor off."""
-    if os.environ.get("DGL_UGRAPH_PREDICTOR", "1") == "0":
+    if not settings.predictor():
         return None
-    key = f"{family}|{os.environ.get('DGL_UGRAPH_MODEL', '')}"
+    key = f"{family}|{settings.model_file() or ''}"
     with _load_lock:
         if key not in _loaded:
             _loaded[key] = _load_first(family)

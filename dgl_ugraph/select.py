@@ -7,13 +7,12 @@ that can run the case.
 """
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from typing import List, Optional
 
 import torch
 
-from . import _ext
+from . import _ext, settings
 from .abstraction import STRATEGIES, ParallelInfo
 from .graph import DegreeStats
 
@@ -47,7 +46,7 @@ class Signature:
 
 
 def deterministic() -> bool:
-    return os.environ.get("DGL_UGRAPH_DETERMINISTIC", "0") == "1" or torch.are_deterministic_algorithms_enabled()
+    return settings.deterministic() or torch.are_deterministic_algorithms_enabled()
 
 
 def why_not(strategy: str, sig: Signature, num_edges: int, compiled: frozenset) -> Optional[str]:

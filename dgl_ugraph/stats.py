@@ -8,14 +8,13 @@ where each batch is a new graph.
 from __future__ import annotations
 
 import logging
-import os
 import threading
 from typing import Dict, Optional, Tuple
 
-from . import cache
+from . import cache, settings
 
 _log = logging.getLogger("dgl_ugraph")
-if os.environ.get("DGL_UGRAPH_LOG", "0") == "1" and not _log.handlers:
+if settings.log() and not _log.handlers:
     _handler = logging.StreamHandler()
     _handler.setFormatter(logging.Formatter("[dgl_ugraph] %(message)s"))
     _log.addHandler(_handler)

@@ -1,0 +1,30 @@
+"""dgl_ugraph/settings.py is the one place that reads the environment: no other module of the
+package does, and each setting follows a change of its variable at once."""
+from __future__ import annotations
+
+import pathlib
+import re
+
+from dgl_ugraph import settings
+
+PACKAGE = pathlib.Path(settings.__file__).parent
+
+
+def test_no_other_module_reads_the_environment():
+    readers = [p.name for p in PACKAGE.glob("*.py")
+               if p.name != "settings.py" and re.search(r"os\.environ|os\.getenv|getenv\(", p.read_text())]
+    assert readers == [], readers
+
+
+def test_settings_follow_the_environment(monkeypatch, tmp_path):
+    monkeypatch.setenv("DGL_UGRAPH_STRATEGY", "warp_edge:8:2")
+    monkeypatch.setenv("DGL_UGRAPH_DETERMINISTIC", "1")
+    monkeypatch.setenv("DGL_UGRAPH_AUTOTUNE_TOPK", "0")
+    monkeypatch.setenv("DGL_UGRAPH_PREDICTOR", "0")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    assert settings.forced_strategy() == "warp_edge:8:2" and settings.deterministic()
+    assert settings.autotune_top_k() == 1 and not settings.predictor()
+    assert settings.cache_dir() == tmp_path / "dgl_ugraph"
+    monkeypatch.delenv("DGL_UGRAPH_STRATEGY")
+    monkeypatch.setenv("DGL_UGRAPH_DETERMINISTIC", "0")
+    assert settings.forced_strategy() is None and not settings.deterministic()
