@@ -29,7 +29,7 @@ from . import _ext, cache, patterns
 from .abstraction import OpInfo, broadcast
 from .ops import Plan, choose, edge_softmax, signature
 from .select import deterministic
-from .stats import DGL, UGRAPHER, record
+from .stats import DGL, UGRAPHER, record, set_enabled
 
 # The DGL releases whose dgl.backend.pytorch.sparse binds these names with these signatures.
 SUPPORTED_DGL = ((1, 1), (2, 4))
@@ -115,6 +115,7 @@ def enable():
         for name in present:
             setattr(sparse, name, _REPLACEMENTS[name])
         _enabled = True
+        set_enabled(True)
 
 
 def disable():
@@ -132,6 +133,7 @@ def disable():
                 warnings.warn(f"dgl.backend.pytorch.sparse.{name} was replaced again after dgl_ugraph; "
                               "leaving that replacement in place", RuntimeWarning, stacklevel=2)
         _enabled = False
+        set_enabled(False)
 
 
 def is_enabled() -> bool:

@@ -71,11 +71,19 @@ def _describe(signature: tuple) -> str:
     return f"{dtype} lhs={lhs} rhs={rhs} on {device} ({idtype})"
 
 
+# Whether DGL's functions are routed here now; integration.enable()/disable() say so, so that
+# this module needs nothing from the one that records into it.
+_enabled = False
+
+
+def set_enabled(on: bool):
+    global _enabled
+    _enabled = on
+
+
 def stats() -> dict:
     """Calls intercepted and fallen back, per pattern with reasons, and every signature seen
     with the configuration it ran with (or the reason it ran on DGL)."""
-    from .integration import is_enabled  # integration imports this module
-
     patterns: Dict[str, dict] = {}
     rows = []
     for rec in list(_records.values()):
@@ -90,7 +98,7 @@ def stats() -> dict:
         rows.append(rec.as_dict())
     intercepted = sum(p["intercepted"] for p in patterns.values())
     fallback = sum(p["fallback"] for p in patterns.values())
-    return {"enabled": is_enabled(), "calls": intercepted + fallback, "intercepted": intercepted,
+    return {"enabled": _enabled, "calls": intercepted + fallback, "intercepted": intercepted,
             "fallback": fallback, "patterns": dict(sorted(patterns.items())),
             "signatures": sorted(rows, key=lambda r: (r["pattern"], -r["calls"])),
             "graphs_cached": cache.cached_graphs()}
