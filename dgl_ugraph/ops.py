@@ -211,9 +211,6 @@ class Plan:
         return Prepared(self._template.replace(**fields), (c, arg_a, arg_b), keep, device, _ext.core()).run()
 
 
-_INDEX_DTYPES = {32: torch.int32, 64: torch.int64}
-
-
 def _features_contiguous(t: torch.Tensor) -> torch.Tensor:
     """t with each row's features contiguous, as params.h wants (rows may keep any stride)."""
     t = t.unsqueeze(-1) if t.dim() == 1 else t

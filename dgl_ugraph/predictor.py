@@ -33,7 +33,7 @@ import torch
 from . import settings
 from .abstraction import (EDGE_OP_CODE, GATHER_OP_CODE, GROUPINGS, STRATEGIES, TENSOR_TYPE_CODE,
                           ParallelInfo)
-from .select import Signature
+from .select import DTYPE_BYTES, Signature
 
 FORMAT = "dgl_ugraph-predictor"
 # Bump when FEATURES or their meaning change: a model trained on other features is refused.
@@ -43,7 +43,6 @@ GRID_GROUPINGS: Tuple[int, ...] = GROUPINGS
 GRID_TILINGS: Tuple[int, ...] = (1, 2, 4, 8, 16, 32, 64)
 WARP = 32
 
-DTYPE_BYTES = {torch.float32: 4, torch.float64: 8, torch.float16: 2, torch.bfloat16: 2}
 
 CASE_FEATURES: Tuple[str, ...] = (
     "log2_src", "log2_dst", "log2_edges", "avg_deg", "std_deg", "log2_max_deg", "cv_deg", "empty_frac",

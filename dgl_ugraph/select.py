@@ -69,7 +69,7 @@ def team_lanes(sig: Signature) -> int:
     """Lanes per team of the warp strategies for every op but dot (csrc/cuda/team.cuh): one
     16-byte vector per lane where the row holds whole vectors, up to 32 lanes."""
     vec = 16 // DTYPE_BYTES[sig.dtype]
-    vectors = -(-sig.out_len // vec) if sig.out_len % vec == 0 else sig.out_len
+    vectors = sig.out_len // vec if sig.out_len % vec == 0 else sig.out_len
     return min(32, 1 << max(0, vectors - 1).bit_length())
 
 

@@ -14,7 +14,6 @@ import csv
 import gzip
 import itertools
 import math
-import os
 import pathlib
 import statistics
 import sys
