@@ -1,5 +1,5 @@
-"""Per-call cost of the plugin's dispatch on CPU (issue 14): DGL's _gspmm/_gsddmm entry points
-called back to back on one cora-sized graph object, as DGL's autograd functions call them.
+"""Per-call cost of the plugin's dispatch (issue 14): DGL's _gspmm/_gsddmm entry points called
+back to back on one cora-sized graph object, as DGL's autograd functions call them.
 
 For each operator, interleaved round by round in one run:
   dgl     - DGL's own function (the plugin off): DGL's kernel and its Python around it;
@@ -7,9 +7,14 @@ For each operator, interleaved round by round in one run:
             kernel;
   kernel  - our kernel alone, its call packed once (ops.Prepared.run): what any path must pay.
 dispatch = ugraph - kernel is what the plugin adds per call for a graph object DGL has passed
-before. Medians (and quartiles) of per-call microseconds over the rounds go to bench/dispatch.csv.
+before. With --device cuda (DGL built for CUDA), also:
+  ugrapher     - ops.ugrapher, the narrow kernel API, called afresh each time;
+  cusparse     - torch.sparse.mm on a CSR tensor built once (the sums);
+  empty_launch - one torch kernel launch on a one-element tensor: the floor of any GPU call.
+A round's calls end with a device synchronization, inside the time. Medians (and quartiles) of
+per-call microseconds over the rounds go to bench/dispatch.csv (bench/dispatch_gpu.csv on CUDA).
 
-    PYTHONPATH=. .venv/bin/python scripts/bench_dispatch.py [--rounds 15] [--calls 300]
+    PYTHONPATH=. .venv/bin/python scripts/bench_dispatch.py [--rounds 15] [--calls 300] [--device cuda]
 """
 from __future__ import annotations
 
@@ -39,10 +44,10 @@ COLUMNS = ["machine", "torch", "dgl", "threads", "op", "F", "impl", "us_median",
 
 def operators(g, f: int, gen: torch.Generator):
     """name -> (DGL-level call on gidx, the same operator as our OpInfo)."""
-    n, e = g.num_nodes(), g.num_edges()
-    x = torch.randn(n, f, generator=gen)
-    w = torch.rand(e, 1, generator=gen)
-    el, er = torch.randn(n, 4, 1, generator=gen), torch.randn(n, 4, 1, generator=gen)
+    n, e, dev = g.num_nodes(), g.num_edges(), g.device
+    x = torch.randn(n, f, generator=gen).to(dev)
+    w = torch.rand(e, 1, generator=gen).to(dev)
+    el, er = torch.randn(n, 4, 1, generator=gen).to(dev), torch.randn(n, 4, 1, generator=gen).to(dev)
     return {
         "copy_u-sum": (lambda fn, gi: fn["_gspmm"](gi, "copy_lhs", "sum", x, None),
                        OpInfo("copy_lhs", "sum", x, "src", None, "null", "dst")),
@@ -55,11 +60,25 @@ def operators(g, f: int, gen: torch.Generator):
     }
 
 
-def per_call_us(fn, calls: int) -> float:
+def per_call_us(fn, calls: int, sync=lambda: None) -> float:
+    sync()
     t0 = time.perf_counter_ns()
     for _ in range(calls):
         fn()
+    sync()
     return (time.perf_counter_ns() - t0) / calls / 1e3
+
+
+def gpu_baselines(g, name: str, op: OpInfo) -> dict:
+    """The launch floor and, for the sums, cuSPARSE on a CSR tensor built once."""
+    tiny = torch.zeros(1, device=g.device)
+    out = {"empty_launch": lambda: tiny.add_(1)}
+    if name in ("copy_u-sum", "u_mul_e-sum"):
+        indptr, col, eid = g.adj_tensors("csc")
+        vals = op.B[eid.long(), 0] if op.B is not None else torch.ones(g.num_edges(), device=g.device)
+        csr = torch.sparse_csr_tensor(indptr.long(), col.long(), vals, (g.num_nodes(), g.num_nodes()))
+        out["cusparse"] = lambda: torch.sparse.mm(csr, op.A)
+    return out
 
 
 def main():
@@ -67,12 +86,18 @@ def main():
     ap.add_argument("--rounds", type=int, default=15)
     ap.add_argument("--calls", type=int, default=300)
     ap.add_argument("--widths", default="16,64")
-    ap.add_argument("--out", default=str(ROOT / "bench" / "dispatch.csv"))
+    ap.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
+    ap.add_argument("--out", default=None, help="default: bench/dispatch.csv, bench/dispatch_gpu.csv on CUDA")
     args = ap.parse_args()
+    cuda = args.device == "cuda"
+    out_path = args.out or str(ROOT / "bench" / ("dispatch_gpu.csv" if cuda else "dispatch.csv"))
+    sync = torch.cuda.synchronize if cuda else (lambda: None)
+    machine = torch.cuda.get_device_name() if cuda else platform.processor() or platform.machine()
 
     gen = torch.Generator().manual_seed(0)
     n, e = 2708, 10556  # cora's size
     g = dgl.graph((torch.randint(0, n, (e,), generator=gen), torch.randint(0, n, (e,), generator=gen)), num_nodes=n)
+    g = g.to(args.device)
     g.create_formats_()
     gidx = g._graph
     dgl_ugraph.enable()
@@ -85,27 +110,30 @@ def main():
         for name, (call, op) in operators(g, f, gen).items():
             prepared = ops.prepare(ugraph, op)
             impls = {"dgl": lambda: call(own, gidx), "ugraph": lambda: call(ours, gidx), "kernel": prepared.run}
+            if cuda:
+                impls["ugrapher"] = lambda: ops.ugrapher(ugraph, op)
+                impls.update(gpu_baselines(g, name, op))
             for fn in impls.values():  # warm-up: the decision, the graph cache, allocator pools
-                per_call_us(fn, 20)
+                per_call_us(fn, 20, sync)
             samples = {k: [] for k in impls}
             for r in range(args.rounds):
                 order = list(impls) if r % 2 == 0 else list(reversed(impls))
                 for k in order:
-                    samples[k].append(per_call_us(impls[k], args.calls))
+                    samples[k].append(per_call_us(impls[k], args.calls, sync))
             samples["dispatch"] = [u - k for u, k in zip(samples["ugraph"], samples["kernel"])]
             for impl, xs in samples.items():
                 q = statistics.quantiles(xs, n=4)
-                rows.append(dict(machine=platform.processor() or platform.machine(), torch=torch.__version__,
+                rows.append(dict(machine=machine, torch=torch.__version__,
                                  dgl=dgl.__version__, threads=torch.get_num_threads(), op=name, F=f, impl=impl,
                                  us_median=round(statistics.median(xs), 2), us_p25=round(q[0], 2),
                                  us_p75=round(q[2], 2)))
-            line = " ".join(f"{r['impl']}={r['us_median']:.1f}" for r in rows[-4:])
+            line = " ".join(f"{r['impl']}={r['us_median']:.1f}" for r in rows[-len(samples):])
             print(f"{name:12} F={f:<3} us per call: {line}", flush=True)
-    with open(args.out, "w", newline="") as fh:
+    with open(out_path, "w", newline="") as fh:
         w = csv.DictWriter(fh, COLUMNS)
         w.writeheader()
         w.writerows(rows)
-    print(f"wrote {len(rows)} rows to {args.out}")
+    print(f"wrote {len(rows)} rows to {out_path}")
 
 
 if __name__ == "__main__":

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # One call on the GPU machine: build, test, sanitize and benchmark; results under $OUT.
-#   bash scripts/gpu_check.sh [build] [test] [sanitize] [bench] [collect] [dgl | dgl-test dgl-bench]
+#   bash scripts/gpu_check.sh [build] [test] [sanitize] [bench] [collect] [dgl | dgl-test dgl-bench] [dgl-dispatch]
 #   (default: build test sanitize bench)
 # The CUDA library is taken from .prebuilt/ when its source hash matches these sources (build it
 # here with `make cuda-lib`); otherwise everything is built on the GPU machine.
@@ -9,7 +9,8 @@
 #   mkdir -p .gpu-deps && cp ../shared/dgl-cuda/dgl-2.4.0-cuda13-sm90-torch2.11.tar.xz .gpu-deps/ \
 #     && cp -r ../shared/datasets .gpu-deps/datasets          # then carry [".gpu-deps", ".prebuilt"]
 # DGL_TARBALL and DGL_UGRAPH_DATASETS point elsewhere; DGL_BENCH_BUDGET_S (360) bounds the
-# benchmark, DGL_BENCH_ARGS adds to its command line.
+# benchmark, DGL_BENCH_ARGS adds to its command line. Stage dgl-dispatch times the per-call path on a
+# cora-sized graph (scripts/bench_dispatch.py --device cuda).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-/tmp/ugraph_out}
@@ -73,7 +74,7 @@ fi
 if has collect; then
   $PY scripts/collect.py --out-dir "$OUT" --budget-s "${COLLECT_BUDGET_S:-400}" ${COLLECT_ARGS:-} 2>&1 | tee "$OUT/collect.log" | tail -15
 fi
-if has dgl || has dgl-test || has dgl-bench; then
+if has dgl || has dgl-test || has dgl-bench || has dgl-dispatch; then
   tarball=${DGL_TARBALL:-.gpu-deps/dgl-2.4.0-cuda13-sm90-torch2.11.tar.xz}
   mkdir -p /tmp/dglpkg && tar -xJf "$tarball" -C /tmp/dglpkg || exit 1
   export PYTHONPATH=/tmp/dglpkg:$PYTHONPATH DGLBACKEND=pytorch
@@ -107,5 +108,9 @@ if has dgl || has dgl-bench; then
   $PY scripts/bench_models.py --summarize --device cuda --out "$OUT/models_gpu.csv" > "$OUT/models_gpu.md" 2>&1
   head -30 "$OUT/models_gpu.md"
   echo "dgl bench: $(( $(date +%s) - t )) s"
+fi
+if has dgl-dispatch; then
+  { header; $PY scripts/bench_dispatch.py --device cuda --out "$OUT/dispatch_gpu.csv" 2>&1; } | tee "$OUT/dispatch_gpu.log" | tail -12
+  [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
 fi
 exit $status

@@ -1,0 +1,61 @@
+"""One kernel case run a few times under a profiler: a graph of bench_kernels' suite, one of its
+operators, one width, dtype and configuration. For Nsight Compute on the GPU machine:
+
+    ncu --clock-control none --section SpeedOfLight --section Occupancy --section WarpStateStats \
+        --launch-skip 2 --launch-count 1 python scripts/profile_kernel.py amazon0505 u_mul_e-sum 64 \
+        warp_vertex:4:1
+
+It prints the median CUDA-event time of the configuration, so that a run without a profiler is a
+quick A/B of configurations too (several configurations may be given).
+"""
+from __future__ import annotations
+
+import argparse
+import pathlib
+import sys
+
+import torch
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from bench_kernels import OPERATORS, make_inputs, time_ms  # noqa: E402
+
+from dgl_ugraph import graph_suite as gs  # noqa: E402
+from dgl_ugraph import ops  # noqa: E402
+from dgl_ugraph.abstraction import ParallelInfo  # noqa: E402
+from dgl_ugraph.graph import UGraph  # noqa: E402
+
+
+def load(name: str) -> UGraph:
+    for spec in gs.PAPER_STANDINS + gs.LARGE:
+        if spec.name == name:
+            src, dst, n = gs.make(spec)
+            break
+    else:
+        found = [d for d in gs.shared_datasets() if "ds-" + d[0] == name]
+        if not found:
+            raise SystemExit(f"no graph {name!r} in the suite or the shared datasets (ds-<name>)")
+        _, src, dst, n = found[0]
+    return UGraph.from_coo(src.cuda(), dst.cuda(), n, n, torch.int32)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("graph")
+    ap.add_argument("op", choices=OPERATORS)
+    ap.add_argument("F", type=int)
+    ap.add_argument("configs", nargs="+", help="strategy:grouping:tiling")
+    ap.add_argument("--dtype", default="float32")
+    ap.add_argument("--reps", type=int, default=3)
+    args = ap.parse_args()
+    graph = load(args.graph)
+    op = make_inputs(args.op, graph, args.F, getattr(torch, args.dtype), torch.Generator(device="cuda").manual_seed(0))
+    for config in args.configs:
+        prepared = ops.prepare(graph, op, ParallelInfo.parse(config))
+        print(f"{args.graph} {args.op} F={args.F} {args.dtype} {config}: "
+              f"{time_ms(prepared.run, args.reps, warmup=2):.4f} ms", flush=True)
+
+
+if __name__ == "__main__":
+    main()
