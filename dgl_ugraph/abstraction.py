@@ -108,6 +108,8 @@ class Broadcast:
     reduce_size: int
     a_off: Optional[Tuple[int, ...]]  # None: identity
     b_off: Optional[Tuple[int, ...]]
+    # params.h's b_off_block: b_off is constant on aligned blocks of this many elements.
+    b_off_block: int = 1
 
 
 def broadcast(edge_op: str, a_shape: Optional[Tuple[int, ...]], b_shape: Optional[Tuple[int, ...]]) -> Broadcast:
@@ -142,10 +144,21 @@ def broadcast(edge_op: str, a_shape: Optional[Tuple[int, ...]], b_shape: Optiona
     out_shape = out_core + ((1,) if edge_op == "dot" else ())
     out_len = math.prod(out_core)
     a_len, b_len = math.prod(a_pad), math.prod(b_pad)
-    if a_pad == out_core and b_pad == out_core:
-        return Broadcast(out_shape, out_len, a_len, b_len, k, None, None)
+    # A side shaped like the output reads element j at j: no table (params.h's NULL), so that the
+    # CUDA core keeps its 16-byte loads on it when only the other side broadcasts (u_mul_e's
+    # scalar edge weight, GAT's per-head attention).
+    b_off = None if b_pad == out_core else _offsets(b_pad, out_core)
     return Broadcast(out_shape, out_len, a_len, b_len, k,
-                     _offsets(a_pad, out_core), _offsets(b_pad, out_core))
+                     None if a_pad == out_core else _offsets(a_pad, out_core), b_off, _constant_block(b_off))
+
+
+def _constant_block(offs: Optional[Tuple[int, ...]], most: int = 16) -> int:
+    """The largest power of two up to `most` whose aligned blocks of offs each hold one value."""
+    block = 1
+    while offs is not None and block < most and all(
+            offs[j] == offs[j - j % (2 * block)] for j in range(len(offs))):
+        block *= 2
+    return block
 
 
 def _offsets(in_shape: Tuple[int, ...], out_shape: Tuple[int, ...]) -> Tuple[int, ...]:

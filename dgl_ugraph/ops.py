@@ -151,7 +151,8 @@ def prepare(graph: UGraph, op_info: OpInfo, parallel_info: Optional[ParallelInfo
         c=c.data_ptr(), arg_a=arg_a.data_ptr() if arg_a is not None else 0,
         arg_b=arg_b.data_ptr() if arg_b is not None else 0,
         out_len=bc.out_len, a_len=bc.a_len, b_len=bc.b_len, reduce_size=bc.reduce_size,
-        a_off=a_off.data_ptr() if a_off is not None else 0, b_off=b_off.data_ptr() if b_off is not None else 0)
+        a_off=a_off.data_ptr() if a_off is not None else 0, b_off=b_off.data_ptr() if b_off is not None else 0,
+        b_off_block=bc.b_off_block)
     keep = [graph, a, b, a_off, b_off]
     if device.type == "cuda":
         pinfo = parallel_info or choose(graph, sig, op_info)

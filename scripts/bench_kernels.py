@@ -1,9 +1,13 @@
 """Kernel benchmark on the GPU: our strategies vs cuSPARSE and the torch scatter/gather path.
 
-For each (graph, operator, F): the selector's choice (`ugraph`, a full `ugrapher` call), the best
-configuration found by search (`ugraph_best`) and each strategy's best (`ugraph_<strategy>`),
-cuSPARSE through torch.sparse.mm on CSR (sum cases), and the index_add_/scatter_reduce/gather
-path PyG uses (`torch_scatter`). Times are CUDA-event medians after warm-up, every impl of a case
+For each (graph, operator, F): the selector's choice (`ugraph`), the best configuration found by
+search (`ugraph_best`) and each strategy's best (`ugraph_<strategy>`), each launched from a
+prepared call (the host path is bench_dispatch.py's subject); cuSPARSE through torch.sparse.mm on
+CSR (sum cases): `cusparse` as DGL calls it (for u_mul_e, the edge weights gathered into CSR
+order first, DGL's IndexSelect, in the time) and `cusparse_presorted` (weights already in CSR
+order: cuSPARSE alone); and the index_add_/scatter_reduce/gather path PyG uses
+(`torch_scatter`). --reverse runs every graph with its edges reversed: the aggregations that
+the backward passes issue. Times are CUDA-event medians after warm-up, every impl of a case
 timed in the same run, beside the device-to-device copy bandwidth measured in that run. Every
 search timing is also written to a raw file: it is predictor training data.
 """
@@ -108,9 +112,15 @@ def baselines(name, op: OpInfo, graph: UGraph):
     out = {}
     a, b = op.A, op.B
     if name in ("copy_u-sum", "u_mul_e-sum") and a.dtype in (torch.float32, torch.float64):
-        vals = torch.ones(graph.num_edges, device="cuda", dtype=a.dtype) if b is None else b[eid, 0].contiguous()
-        csr = torch.sparse_csr_tensor(graph.indptr.long(), col, vals, (graph.num_dst, graph.num_src))
-        out["cusparse"] = lambda: torch.sparse.mm(csr, a)
+        def csr_of(vals):
+            return torch.sparse_csr_tensor(graph.indptr.long(), col, vals, (graph.num_dst, graph.num_src))
+        if b is None:
+            csr = csr_of(torch.ones(graph.num_edges, device="cuda", dtype=a.dtype))
+            out["cusparse"] = lambda: torch.sparse.mm(csr, a)
+        else:
+            presorted = csr_of(b[eid, 0].contiguous())
+            out["cusparse"] = lambda: torch.sparse.mm(csr_of(b[eid, 0]), a)
+            out["cusparse_presorted"] = lambda: torch.sparse.mm(presorted, a)
     n_out = graph.num_dst
     if name == "copy_u-sum":
         out["torch_scatter"] = lambda: torch.zeros((n_out,) + a.shape[1:], device="cuda", dtype=a.dtype).index_add_(0, row, a.index_select(0, col))
@@ -204,7 +214,7 @@ def bench_case(graph, gname, name, f, dtype, gen, grid, args, device, copy_gbps)
     s, g, t, ms = min(found, key=lambda r: r[3])
     case.append(dict(base, impl="ugraph_best", config=f"{s}:{g}:{t}", ms=round(ms, 5)))
     chosen = ops.choose(graph, ops.signature(graph, op)[0])
-    case.append(dict(base, impl="ugraph", config=str(chosen), ms=round(time_ms(lambda: ops.ugrapher(graph, op), 15), 5)))
+    case.append(dict(base, impl="ugraph", config=str(chosen), ms=round(time_ms(ops.prepare(graph, op, chosen).run, 15), 5)))
     for impl, fn in baselines(name, op, graph).items():
         try:
             case.append(dict(base, impl=impl, config="", ms=round(time_ms(fn, 15), 5)))
@@ -232,6 +242,7 @@ def main():
     ap.add_argument("--only", default="", help="comma-separated graph names to run (default: all)")
     ap.add_argument("--skip", default="", help="comma-separated graph names to leave out")
     ap.add_argument("--budget-s", type=float, default=420.0, help="stop starting new graphs after this")
+    ap.add_argument("--reverse", action="store_true", help="reverse every graph's edges (named <graph>-rev)")
     args = ap.parse_args()
 
     torch.backends.cuda.matmul.allow_tf32 = False
@@ -254,6 +265,8 @@ def main():
             if time.time() - t0 > args.budget_s:
                 print(f"budget reached: stopping before {gname}", flush=True)
                 break
+            if args.reverse:
+                gname, src, dst = gname + "-rev", dst, src
             graph = UGraph.from_coo(src.cuda(), dst.cuda(), n, n, torch.int32)
             for name, f, dtype in itertools.product(args.ops.split(","), widths, dtypes):
                 try:

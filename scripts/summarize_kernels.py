@@ -13,16 +13,39 @@ def geomean(xs):
     return math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else float("nan")
 
 
-def load(path):
+def load(paths):
     cases = collections.defaultdict(dict)
     meta = {}
-    with open(path) as fh:
-        for r in csv.DictReader(fh):
-            key = (r["graph"], r["op"], int(r["F"]), r["dtype"])
-            cases[key][r["impl"]] = float(r["ms"])
-            cases[key]["config:" + r["impl"]] = r["config"]
-            meta[key] = r
+    for path in paths:
+        with open(path) as fh:
+            for r in csv.DictReader(fh):
+                key = (r["graph"], r["op"], int(r["F"]), r["dtype"])
+                cases[key][r["impl"]] = float(r["ms"])
+                cases[key]["config:" + r["impl"]] = r["config"]
+                meta[key] = r
     return cases, meta
+
+
+def paired(cases, op, partner, ratio, dtype_of=lambda dt: dt, impl="ugraph"):
+    """(ratio(ours, partner's), graph, op, F) where the case and its partner both have impl:
+    partner(graph, F) names the other case's graph, op and F."""
+    out = []
+    for (g, o, f, dt), c in cases.items():
+        if o != op or impl not in c:
+            continue
+        other = cases.get(partner(g, f) + (dtype_of(dt),), {})
+        if impl in other:
+            out.append((ratio(c[impl], other[impl]), g, o, f))
+    return out
+
+
+def bandwidth_rows(cases, meta, ops, copy, keep):
+    """(% of copy bandwidth on bytes_noreuse, graph, op, F) for impl=ugraph."""
+    out = []
+    for key, c in cases.items():
+        if key[1] in ops and "ugraph" in c and keep(key, meta[key]):
+            out.append((int(meta[key]["bytes_noreuse"]) / (c["ugraph"] * 1e-3) / 1e9 / copy * 100, key[0], key[1], key[2]))
+    return out
 
 
 def ratio_rows(cases, ops, num, den):
@@ -34,37 +57,71 @@ def ratio_rows(cases, ops, num, den):
     return out
 
 
-def line(label, rows, bar=None):
+def line(label, rows, bar=None, worst_bar=None, higher=True, unit="x"):
+    """One table row; bar applies to the geomean, worst_bar to every case (higher or lower is
+    better as `higher` says)."""
     if not rows:
         return f"| {label} | – | – | – | 0 | |"
     vals = [r[0] for r in rows]
     gm = geomean(vals)
-    worst = min(rows)
-    verdict = "" if bar is None else ("meets" if gm >= bar else "below") + f" {bar}x"
-    return (f"| {label} | {gm:.2f}x | {worst[0]:.2f}x ({worst[1]}, F={worst[3]}) | {max(vals):.2f}x | {len(rows)} | {verdict} |")
+    worst = min(rows) if higher else max(rows)
+    ok = lambda v, b: v >= b if higher else v <= b  # noqa: E731
+    verdict = []
+    if bar is not None:
+        verdict.append(("meets" if ok(gm, bar) else "below") + f" {bar}{unit} geomean")
+    if worst_bar is not None:
+        verdict.append(("meets" if ok(worst[0], worst_bar) else "misses") + f" {worst_bar}{unit} every case")
+    best = max(vals) if higher else min(vals)
+    return (f"| {label} | {gm:.2f} | {worst[0]:.2f} ({worst[1]}, F={worst[3]}) | {best:.2f} | {len(rows)} | "
+            f"{'; '.join(verdict)} |")
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__)
-    ap.add_argument("csv")
+    ap.add_argument("csv", nargs="+", help="kernels CSVs of one run (e.g. fp32, half and reversed graphs)")
     ap.add_argument("--out")
     args = ap.parse_args()
     cases, meta = load(args.csv)
     device = next(iter(meta.values()))["device"] if meta else "?"
     copy = float(next(iter(meta.values()))["copy_GBps"]) if meta else float("nan")
     lines = [f"# Kernel benchmark summary ({device}, copy bandwidth {copy:.0f} GB/s, read+write)", "",
-             f"Source: `{pathlib.Path(args.csv).name}`, {len(cases)} (graph, op, F, dtype) cases. "
-             "Speedup = baseline time / our time (higher is better); geomean over cases.", "",
-             "| comparison | geomean | worst (case) | best | cases | bar |", "|---|---|---|---|---|---|"]
+             f"Sources: {', '.join('`' + pathlib.Path(p).name + '`' for p in args.csv)}; {len(cases)} "
+             "(graph, op, F, dtype) cases. Speedups are baseline time / our time; ratios to our own cases "
+             "are our time / theirs. Geomeans over cases; *-rev graphs are the backward aggregations.", "",
+             "| comparison (impl=ugraph unless named) | geomean | worst (case) | best | cases | bar |",
+             "|---|---|---|---|---|---|"]
     sums = ("copy_u-sum", "u_mul_e-sum")
+    fwd = lambda g: not g.endswith("-rev")  # noqa: E731
+    vs = lambda rows, keep: [r for r in rows if keep(r[1])]  # noqa: E731
+    l2_bytes = 50e6
     lines += [
-        line("sum (copy_u, u_mul_e): ugraph_best vs cuSPARSE", ratio_rows(cases, sums, "ugraph_best", "cusparse"), 1.0),
-        line("sum (copy_u, u_mul_e): ugraph (selector) vs cuSPARSE", ratio_rows(cases, sums, "ugraph", "cusparse")),
-        line("copy_u-max: ugraph_best vs torch scatter_reduce", ratio_rows(cases, ("copy_u-max",), "ugraph_best", "torch_scatter"), 10.0),
-        line("u_add_v, u_dot_v: ugraph_best vs torch gather", ratio_rows(cases, ("u_add_v", "u_dot_v"), "ugraph_best", "torch_scatter"), 10.0),
-        line("u_mul_v: ugraph_best vs torch gather", ratio_rows(cases, ("u_mul_v",), "ugraph_best", "torch_scatter")),
-        line("GAT u_mul_e-sum: ugraph_best vs torch", ratio_rows(cases, ("gat_u_mul_e-sum",), "ugraph_best", "torch_scatter")),
-        line("all ops: ugraph (selector) vs ugraph_best", [(c["ugraph_best"] / c["ugraph"], g, op, f) for (g, op, f, _), c in cases.items() if "ugraph" in c and "ugraph_best" in c]),
+        line("sums (copy_u, u_mul_e) vs cuSPARSE, forward", vs(ratio_rows(cases, sums, "ugraph", "cusparse"), fwd), 1.8, 1.0),
+        line("sums vs cuSPARSE, backward (reversed graphs)",
+             vs(ratio_rows(cases, sums, "ugraph", "cusparse"), lambda g: not fwd(g)), 1.8, 1.0),
+        line("u_mul_e-sum vs cuSPARSE with presorted weights (cuSPARSE alone)",
+             ratio_rows(cases, ("u_mul_e-sum",), "ugraph", "cusparse_presorted")),
+        line("ugraph_best vs cuSPARSE (sums)", ratio_rows(cases, sums, "ugraph_best", "cusparse")),
+        line("copy_u-max time / our copy_u-sum time", paired(cases, "copy_u-max", lambda g, f: (g, "copy_u-sum", f),
+                                                               lambda a, b: a / b), 1.25, 1.25, higher=False),
+        line("GAT (N,4,F/4)x(E,4,1) time / our copy_u-sum at width F",
+             paired(cases, "gat_u_mul_e-sum", lambda g, f: (g, "copy_u-sum", f), lambda a, b: a / b), 1.2, 1.2, higher=False),
+    ]
+    for half in ("float16", "bfloat16"):
+        for op in sums:
+            rows = [r for r in paired(cases, op, lambda g, f: (g, op, f), lambda a, b: b / a, lambda dt: "float32")
+                    if r[3] >= 64 and (r[1], op, r[3], half) in cases]
+            lines.append(line(f"{op} {half}: speedup over our float32 (F >= 64)", rows, 1.6, 1.6))
+    large = bandwidth_rows(cases, meta, sums + ("copy_u-max", "gat_u_mul_e-sum"), copy,
+                           lambda k, r: k[2] >= 64 and int(r["V"]) * k[2] * 4 >= 10 * l2_bytes)
+    lines.append(line("large graphs (features >= 10x L2, F >= 64): % of copy BW, no-reuse bytes", large, 80, 80, unit="%"))
+    sddmm = bandwidth_rows(cases, meta, ("u_add_v", "u_mul_v", "u_dot_v"), copy,
+                           lambda k, r: int(r["E"]) >= 1_000_000 and (k[1] != "u_dot_v" or k[2] >= 64))
+    lines.append(line("SDDMM (u_add_v, u_mul_v heads; u_dot_v F >= 64), E >= 1M: % of copy BW", sddmm, 75, 75, unit="%"))
+    lines += [
+        line("copy_u-max: ugraph vs torch scatter_reduce", ratio_rows(cases, ("copy_u-max",), "ugraph", "torch_scatter")),
+        line("all ops: ugraph_best time / ugraph (selector) time",
+             [(c["ugraph_best"] / c["ugraph"], g, op, f) for (g, op, f, _), c in cases.items()
+              if "ugraph" in c and "ugraph_best" in c]),
     ]
     # Fraction of copy bandwidth on compulsory and no-reuse bytes, best config, per op.
     lines += ["", "| op | median % of copy BW, compulsory bytes | median % on no-reuse bytes |", "|---|---|---|"]

@@ -207,6 +207,23 @@ def test_broadcast(edge_op, a_shape, b_shape, gather, dtype):
         assert c.shape[1:] == broadcast(edge_op, a_shape, b_shape).out_shape
 
 
+@pytest.mark.parametrize("a_shape,b_shape,a_table,b_table", [
+    ((8,), (1,), False, True),          # u_mul_e with a scalar edge weight
+    ((4, 16), (4, 1), False, True),     # GAT: per-head attention
+    ((4, 1), (4, 16), True, False),
+    ((1, 8), (4, 1), True, True),       # both sides broadcast
+    ((4, 8), (4, 8), False, False),
+])
+def test_broadcast_tables_only_for_a_side_that_broadcasts(a_shape, b_shape, a_table, b_table):
+    """A side shaped like the output gets no offset table (params.h's NULL: element j at j), so
+    that the CUDA core keeps 16-byte loads on it."""
+    bc = broadcast("mul", a_shape, b_shape)
+    assert (bc.a_off is not None, bc.b_off is not None) == (a_table, b_table)
+    for off, shape in ((bc.a_off, a_shape), (bc.b_off, b_shape)):
+        if off is not None:
+            assert len(off) == bc.out_len and max(off) < math.prod(shape)
+
+
 # ---- graph shapes -----------------------------------------------------------------------------
 
 @pytest.mark.parametrize("idtype", IDTYPES, ids=dname)

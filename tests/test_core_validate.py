@@ -70,6 +70,7 @@ FIELD_MUTATIONS = {
     "a": [0],
     "b": [0],
     "c": [0],
+    "b_off_block": [-2, 3, 12],
 }
 
 
@@ -102,6 +103,17 @@ def test_the_only_differences_are_the_documented_ones():
     prep = prepared(b_shape=(4, 1))
     prep.params.b_len = 2  # the offsets reach 3
     assert verdicts(prep.params) == (INVALID, OK)
+    # b_off_block: its promise is about the offsets' data, which only the CPU reads.
+    prep = prepared(b_shape=(4, 1))  # b_off = 0 x8, 1 x8, ...: blocks of 8
+    assert prep.params.b_off_block == 8 and verdicts(prep.params) == (OK, OK)
+    prep.params.b_off_block = 16
+    assert verdicts(prep.params) == (INVALID, OK)
+
+
+def test_a_block_promise_needs_offsets():
+    prep = prepared(b_shape=(4, 8))  # no broadcast: b_off is NULL
+    prep.params.b_off_block = 4
+    assert verdicts(prep.params) == (INVALID, INVALID)
 
 
 @settings(max_examples=300, deadline=None)

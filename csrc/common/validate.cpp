@@ -108,11 +108,22 @@ int validate(const UgParams& p, Backend backend, std::string* why) {
   if (p.arg_b && !(cmp && uses_rhs(p.edge_op)))
     return invalid(why, "arg_b is set, but only max/min over an op that reads B writes it");
 
+  if (p.b_off_block < 0 || (p.b_off_block & (p.b_off_block - 1)) != 0)
+    return invalid(why, "b_off_block must be 0 or a power of two, got %lld", (long long)p.b_off_block);
+  if (p.b_off_block > 1 && uses_rhs(p.edge_op) && !p.b_off)
+    return invalid(why, "b_off_block=%lld promises blocks of equal offsets, but b_off is NULL (identity)",
+                   (long long)p.b_off_block);
   int status = UG_OK;
   if (uses_lhs(p.edge_op)) status = check_operand(p, backend, 'a', p.a_type, p.a, p.a_row_stride, p.a_len, p.a_off, why);
   if (status == UG_OK && uses_rhs(p.edge_op))
     status = check_operand(p, backend, 'b', p.b_type, p.b, p.b_row_stride, p.b_len, p.b_off, why);
   if (status != UG_OK || backend != Backend::kCpu) return status;
+  if (uses_rhs(p.edge_op) && p.b_off_block > 1) {
+    for (int64_t j = 0; j < p.out_len; ++j)
+      if (p.b_off[j] != p.b_off[j - j % p.b_off_block])
+        return invalid(why, "b_off[%lld]=%lld breaks b_off_block=%lld: its block starts with %lld", (long long)j,
+                       (long long)p.b_off[j], (long long)p.b_off_block, (long long)p.b_off[j - j % p.b_off_block]);
+  }
   return p.index_bits == 32 ? check_indptr<int32_t>(p, why) : check_indptr<int64_t>(p, why);
 }
 

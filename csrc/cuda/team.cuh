@@ -65,16 +65,13 @@ __device__ __forceinline__ void store_vec(DType* p, const acc_t<DType> (&in)[kVe
 }
 
 // Where one lane's kVec elements sit within a row of A and of B. With kVec > 1, A is read as one
-// vector at the lane's first element (no broadcast, aligned rows); B too, unless kGatherB, where
-// each element has its own offset (a broadcast B, such as GAT's per-head edge weights). With
+// vector at the lane's first element (no broadcast, aligned rows); B too, unless kGatherB: B is
+// broadcast so that the lane's elements all read one value of it (params.h's b_off_block), such
+// as u_mul_e's edge weight or a GAT head's attention, and b is that value's offset. With
 // kVec == 1 both follow the broadcast offsets of params.h.
 template <int kVec, bool kGatherB>
 struct LaneOffsets {
   int64_t a, b;
-  int64_t b_each[kGatherB ? kVec : 1];
-  // All of the lane's elements read one value of B (u_mul_e's edge weight, a GAT head's
-  // attention): one load instead of kVec. The load units, not the bytes, bound those ops.
-  bool b_shared;
 
   template <typename DType, typename IdType>
   __device__ __forceinline__ LaneOffsets(const OpArgs<DType, IdType>& x, int64_t first) {
@@ -82,77 +79,75 @@ struct LaneOffsets {
       a = x.a_elem(first);
       b = x.b_elem(first);
     } else {
-      a = b = first;
-    }
-    b_shared = true;
-    if constexpr (kGatherB) {
-#pragma unroll
-      for (int k = 0; k < kVec; ++k) {
-        b_each[k] = x.b_elem(first + k);
-        b_shared = b_shared && b_each[k] == b_each[0];
-      }
+      a = first;
+      b = kGatherB ? x.b_elem(first) : first;
     }
   }
 };
 
 // The messages of positions p .. p + kInFlight - 1 for one lane's elements, each position
 // clamped to `last` (the caller drops the repeats), so that a run shorter than kInFlight still
-// has all its loads in flight. kRowKnown: the positions lie in destination row v, so a
-// dst-typed operand needs no index load. Every index load is issued before the feature loads,
-// and every feature load before the first use.
+// has all its loads in flight; ia/ib receive each position's operand rows. kRowKnown: the
+// positions lie in destination row v, so a dst-typed operand needs no index load. Every index
+// load is issued before the feature loads, and every feature load before the first use.
 template <typename Op, bool kRowKnown, int kVec, bool kGatherB, typename DType, typename IdType>
 __device__ __forceinline__ void messages(const OpArgs<DType, IdType>& x, const LaneOffsets<kVec, kGatherB>& off,
                                          int64_t p, int64_t last, int64_t v,
-                                         acc_t<DType> (&out)[kInFlight][kVec]) {
+                                         acc_t<DType> (&out)[kInFlight][kVec], int64_t (&ia)[kInFlight],
+                                         int64_t (&ib)[kInFlight]) {
   using Acc = acc_t<DType>;
   constexpr int N = kInFlight;
-  int64_t ia[N], ib[N];
 #pragma unroll
   for (int u = 0; u < N; ++u) {
     const int64_t q = min64(p + u, last);
     ia[u] = Op::use_lhs ? (kRowKnown ? x.a_rows.at(q, v) : x.a_rows.at(q)) : 0;
     ib[u] = Op::use_rhs ? (kRowKnown ? x.b_rows.at(q, v) : x.b_rows.at(q)) : 0;
   }
-  Acc a[N][kVec], b[N][kVec];
+  // A gathered B holds one value per position: the load units, not the bytes, bound those ops.
+  constexpr int kHeldB = kGatherB ? 1 : kVec;
+  Acc a[N][kVec], b[N][kHeldB];
 #pragma unroll
   for (int u = 0; u < N; ++u) {
     if constexpr (Op::use_lhs) load_vec<kVec>(x.a + ia[u] * x.a_stride + off.a, a[u]);
     if constexpr (Op::use_rhs) {
-      const DType* row = x.b + ib[u] * x.b_stride;
+      const DType* row = x.b + ib[u] * x.b_stride + off.b;
       if constexpr (kGatherB) {
-        if (off.b_shared) {
-          const Acc value = load(row + off.b_each[0]);
-#pragma unroll
-          for (int k = 0; k < kVec; ++k) b[u][k] = value;
-        } else {
-#pragma unroll
-          for (int k = 0; k < kVec; ++k) b[u][k] = load(row + off.b_each[k]);
-        }
+        b[u][0] = load(row);
       } else {
-        load_vec<kVec>(row + off.b, b[u]);
+        load_vec<kVec>(row, b[u]);
       }
     }
   }
 #pragma unroll
   for (int u = 0; u < N; ++u) {
 #pragma unroll
-    for (int k = 0; k < kVec; ++k) out[u][k] = Op::Apply(Op::use_lhs ? a[u][k] : Acc(0), Op::use_rhs ? b[u][k] : Acc(0));
+    for (int k = 0; k < kVec; ++k) {
+      out[u][k] = Op::Apply(Op::use_lhs ? a[u][k] : Acc(0), Op::use_rhs ? b[u][kGatherB ? 0 : k] : Acc(0));
+    }
   }
 }
 
-// One lane's accumulators over a run of positions of one row; win holds the position of each
-// element's winner (max/min), -1 while nothing beat the reduce zero.
-template <typename Reduce, int kVec, typename DType>
+// One lane's accumulators over a run of positions of one row. For max/min, each element's
+// winner, -1 while nothing beat the reduce zero: kRows, its operand rows (win the row of A,
+// win_b that of B: what arg_a and arg_b receive, taken from the index loads the messages made
+// anyway); otherwise its position (which the edge strategies' packed keys order by).
+template <typename Reduce, int kVec, typename DType, bool kRows>
 struct Fold {
+  static constexpr bool kArg = Reduce::require_arg;
   acc_t<DType> acc[kVec];
-  int64_t win[Reduce::require_arg ? kVec : 1];
+  int64_t win[kArg ? kVec : 1];
+  int64_t win_b[kArg && kRows ? kVec : 1];
 
   __device__ __forceinline__ Fold() {
 #pragma unroll
     for (int k = 0; k < kVec; ++k) acc[k] = Reduce::zero();
-    if constexpr (Reduce::require_arg) {
+    if constexpr (kArg) {
 #pragma unroll
       for (int k = 0; k < kVec; ++k) win[k] = -1;
+      if constexpr (kRows) {
+#pragma unroll
+        for (int k = 0; k < kVec; ++k) win_b[k] = -1;
+      }
     }
   }
 
@@ -162,24 +157,49 @@ struct Fold {
                                       int64_t p, int64_t end, int64_t v) {
     for (; p < end; p += kInFlight) {
       acc_t<DType> m[kInFlight][kVec];
-      messages<Op, true>(x, off, p, end - 1, v, m);
+      int64_t ia[kInFlight], ib[kInFlight];
+      messages<Op, true>(x, off, p, end - 1, v, m, ia, ib);
 #pragma unroll
       for (int u = 0; u < kInFlight; ++u) {
-        if (p + u < end) add(m[u], p + u);
+        if (p + u < end) add(m[u], kRows ? ia[u] : p + u, ib[u]);
       }
     }
   }
 
-  __device__ __forceinline__ void add(const acc_t<DType> (&m)[kVec], int64_t p) {
+  __device__ __forceinline__ void add(const acc_t<DType> (&m)[kVec], int64_t w, int64_t w_b) {
 #pragma unroll
     for (int k = 0; k < kVec; ++k) {
       const bool won = Reduce::Call(acc[k], m[k]);
-      if constexpr (Reduce::require_arg) {
-        if (won) win[k] = p;
+      if constexpr (kArg) {
+        if (won) {
+          win[k] = w;
+          if constexpr (kRows) win_b[k] = w_b;
+        }
       }
     }
   }
 };
+
+// kVec operand rows (-1: nothing won, stored as 0) into arg at p: one vector store when the
+// rows' bytes are a multiple of 16 (p is then aligned to them: see with_vector_width).
+template <int kVec, typename IdType>
+__device__ __forceinline__ void store_rows(IdType* p, const int64_t (&rows)[kVec]) {
+  constexpr int kBytes = kVec * static_cast<int>(sizeof(IdType));
+  if constexpr (kBytes % 16 == 0) {
+    IdType ids[kVec];
+#pragma unroll
+    for (int k = 0; k < kVec; ++k) ids[k] = static_cast<IdType>(rows[k] < 0 ? 0 : rows[k]);
+#pragma unroll
+    for (int i = 0; i < kBytes / 16; ++i) {
+      uint4 raw;
+      memcpy(&raw, reinterpret_cast<const char*>(ids) + 16 * i, sizeof(raw));
+      reinterpret_cast<uint4*>(p)[i] = raw;
+    }
+  } else {
+#pragma unroll
+    for (int k = 0; k < kVec; ++k) p[k] = static_cast<IdType>(rows[k] < 0 ? 0 : rows[k]);
+  }
+}
 
 // Host side: lanes per team and slabs per row for kVec-wide lanes.
 struct Layout {
@@ -216,18 +236,15 @@ __global__ void __launch_bounds__(kBlock, kMinBlocks)
       // An idle lane reads element 0 and discards it: the loads stay unconditional.
       const LaneOffsets<kVec, kGatherB> off(x, active ? first : 0);
       for (int64_t v = v_begin; v < v_end; ++v) {
-        Fold<Reduce, kVec, DType> f;
+        Fold<Reduce, kVec, DType, true> f;
         f.template run<Op>(x, off, g.begin(v), g.end(v), v);
         if (!active) continue;
         const int64_t out = v * x.out_len + first;
         store_vec<kVec>(x.c + out, f.acc);
         if constexpr (Reduce::require_arg) {
-#pragma unroll
-          for (int k = 0; k < kVec; ++k) {
-            const int64_t p = f.win[k];
-            if (x.arg_a) x.arg_a[out + k] = static_cast<IdType>(p < 0 ? 0 : x.a_rows.at(p, v));
-            if (x.arg_b) x.arg_b[out + k] = static_cast<IdType>(p < 0 ? 0 : x.b_rows.at(p, v));
-          }
+          // The validator refuses an arg for an operand the op does not read.
+          if (Op::use_lhs && x.arg_a) store_rows<kVec>(x.arg_a + out, f.win);
+          if (Op::use_rhs && x.arg_b) store_rows<kVec>(x.arg_b + out, f.win_b);
         }
       }
     }
@@ -255,7 +272,7 @@ __global__ void __launch_bounds__(kBlock, kMinBlocks)
         const int64_t v = g.dst(p);
         const int64_t row_begin = g.begin(v), row_end = g.end(v);
         const int64_t run_end = min64(row_end, p_end);
-        Fold<Reduce, kVec, DType> f;
+        Fold<Reduce, kVec, DType, false> f;
         f.template run<Op>(x, off, p, run_end, v);
         p = run_end;
         if (!active) continue;
@@ -302,7 +319,8 @@ __global__ void __launch_bounds__(kBlock, kMinBlocks)
 #pragma unroll
           for (int u = 0; u < kInFlight; ++u) rows[u] = g.edge(min64(p + u, end - 1));
           acc_t<DType> m[kInFlight][kVec];
-          messages<Op, kByRow>(x, off, p, end - 1, v, m);
+          int64_t ia[kInFlight], ib[kInFlight];
+          messages<Op, kByRow>(x, off, p, end - 1, v, m, ia, ib);
           if (active) {
 #pragma unroll
             for (int u = 0; u < kInFlight; ++u) {
@@ -322,8 +340,8 @@ __global__ void __launch_bounds__(kBlock, kMinBlocks)
 
 // Host side: calls f(std::integral_constant<int, kVec>, std::bool_constant<kGatherB>) with the
 // widest access the operands allow: 16-byte vectors where every row of A, B and C starts on a
-// 16-byte boundary and holds whole vectors (B may instead be gathered element by element when
-// it is broadcast), else scalars.
+// 16-byte boundary and holds whole vectors (B may instead give one value per vector, as
+// b_off_block promises), else scalars.
 template <typename DType, typename F>
 cudaError_t with_vector_width(const UgParams& p, F&& f) {
   constexpr int kV = kVecOf<DType>;
@@ -337,7 +355,9 @@ cudaError_t with_vector_width(const UgParams& p, F&& f) {
   if (vec_c && vec_a && whole(rhs, p.b, p.b_row_stride, p.b_off)) {
     return f(std::integral_constant<int, kV>(), std::false_type());
   }
-  if (vec_c && vec_a && lhs && rhs) return f(std::integral_constant<int, kV>(), std::true_type());
+  if (vec_c && vec_a && lhs && rhs && p.b_off_block % kV == 0) {
+    return f(std::integral_constant<int, kV>(), std::true_type());
+  }
   return f(std::integral_constant<int, 1>(), std::false_type());
 }
 

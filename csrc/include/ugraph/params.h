@@ -63,6 +63,10 @@ typedef struct UgParams {
   int64_t out_len, a_len, b_len, reduce_size;
   const int64_t* a_off; /* [out_len] or NULL for identity; on the device that runs the op */
   const int64_t* b_off;
+  /* A promise about b_off: it is constant on each aligned block of b_off_block consecutive
+   * output elements (0 or 1 promise nothing). Then a CUDA lane that owns such a block reads
+   * one value of B for it (u_mul_e's edge weight, a GAT head's attention). */
+  int64_t b_off_block;
 
   /* parallel info */
   int32_t strategy, grouping, tiling;
