@@ -130,13 +130,15 @@ __device__ __forceinline__ void messages(const OpArgs<DType, IdType>& x, const L
 // One lane's accumulators over a run of positions of one row. For max/min, each element's
 // winner, -1 while nothing beat the reduce zero: kRows, its operand rows (win the row of A,
 // win_b that of B: what arg_a and arg_b receive, taken from the index loads the messages made
-// anyway); otherwise its position (which the edge strategies' packed keys order by).
-template <typename Reduce, int kVec, typename DType, bool kRows>
+// anyway); otherwise its position (which the edge strategies' packed keys order by). Rows and
+// positions both fit IdType (an int32 graph has fewer than 2^31 edges), which keeps each
+// element's bookkeeping to one 32-bit select on int32 graphs.
+template <typename Reduce, int kVec, typename DType, typename IdType, bool kRows>
 struct Fold {
   static constexpr bool kArg = Reduce::require_arg;
   acc_t<DType> acc[kVec];
-  int64_t win[kArg ? kVec : 1];
-  int64_t win_b[kArg && kRows ? kVec : 1];
+  IdType win[kArg ? kVec : 1];
+  IdType win_b[kArg && kRows ? kVec : 1];
 
   __device__ __forceinline__ Fold() {
 #pragma unroll
@@ -152,7 +154,7 @@ struct Fold {
   }
 
   // Folds positions [p, end) of destination row v, kInFlight at a time.
-  template <typename Op, bool kGatherB, typename IdType>
+  template <typename Op, bool kGatherB>
   __device__ __forceinline__ void run(const OpArgs<DType, IdType>& x, const LaneOffsets<kVec, kGatherB>& off,
                                       int64_t p, int64_t end, int64_t v) {
     for (; p < end; p += kInFlight) {
@@ -167,13 +169,15 @@ struct Fold {
   }
 
   __device__ __forceinline__ void add(const acc_t<DType> (&m)[kVec], int64_t w, int64_t w_b) {
+    // Converted once per position, outside the per-element selects.
+    const IdType win_now = static_cast<IdType>(w), win_now_b = static_cast<IdType>(w_b);
 #pragma unroll
     for (int k = 0; k < kVec; ++k) {
       const bool won = Reduce::Call(acc[k], m[k]);
       if constexpr (kArg) {
         if (won) {
-          win[k] = w;
-          if constexpr (kRows) win_b[k] = w_b;
+          win[k] = win_now;
+          if constexpr (kRows) win_b[k] = win_now_b;
         }
       }
     }
@@ -183,12 +187,12 @@ struct Fold {
 // kVec operand rows (-1: nothing won, stored as 0) into arg at p: one vector store when the
 // rows' bytes are a multiple of 16 (p is then aligned to them: see with_vector_width).
 template <int kVec, typename IdType>
-__device__ __forceinline__ void store_rows(IdType* p, const int64_t (&rows)[kVec]) {
+__device__ __forceinline__ void store_rows(IdType* p, const IdType (&rows)[kVec]) {
   constexpr int kBytes = kVec * static_cast<int>(sizeof(IdType));
   if constexpr (kBytes % 16 == 0) {
     IdType ids[kVec];
 #pragma unroll
-    for (int k = 0; k < kVec; ++k) ids[k] = static_cast<IdType>(rows[k] < 0 ? 0 : rows[k]);
+    for (int k = 0; k < kVec; ++k) ids[k] = rows[k] < 0 ? 0 : rows[k];
 #pragma unroll
     for (int i = 0; i < kBytes / 16; ++i) {
       uint4 raw;
@@ -197,7 +201,7 @@ __device__ __forceinline__ void store_rows(IdType* p, const int64_t (&rows)[kVec
     }
   } else {
 #pragma unroll
-    for (int k = 0; k < kVec; ++k) p[k] = static_cast<IdType>(rows[k] < 0 ? 0 : rows[k]);
+    for (int k = 0; k < kVec; ++k) p[k] = rows[k] < 0 ? 0 : rows[k];
   }
 }
 
@@ -236,7 +240,7 @@ __global__ void __launch_bounds__(kBlock, kMinBlocks)
       // An idle lane reads element 0 and discards it: the loads stay unconditional.
       const LaneOffsets<kVec, kGatherB> off(x, active ? first : 0);
       for (int64_t v = v_begin; v < v_end; ++v) {
-        Fold<Reduce, kVec, DType, true> f;
+        Fold<Reduce, kVec, DType, IdType, true> f;
         f.template run<Op>(x, off, g.begin(v), g.end(v), v);
         if (!active) continue;
         const int64_t out = v * x.out_len + first;
@@ -272,7 +276,7 @@ __global__ void __launch_bounds__(kBlock, kMinBlocks)
         const int64_t v = g.dst(p);
         const int64_t row_begin = g.begin(v), row_end = g.end(v);
         const int64_t run_end = min64(row_end, p_end);
-        Fold<Reduce, kVec, DType, false> f;
+        Fold<Reduce, kVec, DType, IdType, false> f;
         f.template run<Op>(x, off, p, run_end, v);
         p = run_end;
         if (!active) continue;
