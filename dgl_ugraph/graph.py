@@ -15,6 +15,7 @@ class DegreeStats:
     std: float
     max: int
     empty_rows: int
+    edges: int
 
 
 @dataclass
@@ -66,10 +67,10 @@ class UGraph:
         if self._stats is None:
             deg = (self.indptr[1:] - self.indptr[:-1]).to(torch.float64)
             if deg.numel() == 0:
-                self._stats = DegreeStats(0.0, 0.0, 0, 0)
+                self._stats = DegreeStats(0.0, 0.0, 0, 0, self.num_edges)
             else:
                 self._stats = DegreeStats(float(deg.mean()), float(deg.std(unbiased=False)),
-                                          int(deg.max()), int((deg == 0).sum()))
+                                          int(deg.max()), int((deg == 0).sum()), self.num_edges)
         return self._stats
 
     @classmethod

@@ -79,11 +79,14 @@ def heuristic(sig: Signature, stats: DegreeStats, allowed: List[str]) -> Paralle
     wins.
     - Every op but dot runs on the warp strategies' teams (csrc/cuda/team.cuh): lanes sized to
       the row, 16-byte accesses, several edges in flight. Aggregation takes warp_vertex (no
-      atomics) with about 64 edges per team (16 rows at most) unless a few rows hold far more
-      edges than the mean, which would serialise their teams: then warp_edge, whose teams take
-      a fixed run of positions whatever the rows (16 for teams of up to 4 lanes, else 64).
-      Message creation takes warp_edge, 16 positions per team. Tiles: one per slab of
-      32 lanes x 16 bytes, so a wide row spreads over as many teams.
+      atomics), 4 rows per team (within 1.01x of the best grouping, geomean over the H100
+      searches of bench/kernels_search*.csv.gz at F >= 32), unless the longest row would
+      outlast everything else: one team walks it alone while the rest of the graph is shared
+      among all resident teams, so warp_edge (a fixed run of positions per team: 16 for teams
+      of up to 4 lanes or shares under 64 edges, else 64) wins once the longest row exceeds
+      `_SKEW` times a team's share of the edges (4 for sums; 10 for max/min, whose warp_edge
+      pays packed-key atomics and a decoding pass). Message creation takes warp_edge, 16 positions per team. Tiles: one per
+      slab of 32 lanes x 16 bytes, so a wide row spreads over as many teams.
     - A dot keeps the rule read off the H100 grid searches of the first kernels
       (bench/kernels*_search*.csv.gz): one thread per 4 edges and 8-32 tiles, or, over 32 or more
       products, a warp per 16 edges whose lanes split the products."""
@@ -101,13 +104,19 @@ def heuristic(sig: Signature, stats: DegreeStats, allowed: List[str]) -> Paralle
     if sig.gather_op == "none":
         order = ["warp_edge", "warp_vertex", "thread_edge", "thread_vertex"]
         return ParallelInfo(next(s for s in order if s in allowed), 16, slabs)
-    skewed = stats.max > max(256.0, 16.0 * stats.mean)
+    lanes = team_lanes(sig)
+    resident_teams = RESIDENT_WARPS * (32 // lanes) / slabs
+    share = stats.edges / resident_teams
+    # A graph smaller than one wave of teams is launch-bound: count its share as 32 edges.
+    skewed = stats.max > _SKEW[sig.gather_op] * max(share, 32.0)
     order = ["warp_edge", "warp_vertex", "thread_edge", "thread_vertex"] if skewed else \
         ["warp_vertex", "warp_edge", "thread_vertex", "thread_edge"]
     strategy = next(s for s in order if s in allowed)
-    if strategy == "warp_edge":
-        grouping = 16 if team_lanes(sig) <= 4 else 64
-    else:
-        rows = int(64 // max(stats.mean, 1.0))
-        grouping = 1 << min(4, max(0, rows.bit_length() - 1))
+    grouping = (16 if lanes <= 4 or share < 64 else 64) if strategy == "warp_edge" else 4
     return ParallelInfo(strategy, grouping, slabs)
+
+
+# Warps an H100 keeps resident when the team kernels run at half occupancy (132 SMs x 32): with
+# the lanes per team, how many teams share the edges at once.
+RESIDENT_WARPS = 132 * 32
+_SKEW = {"sum": 4.0, "max": 10.0, "min": 10.0}

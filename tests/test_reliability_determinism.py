@@ -61,7 +61,7 @@ def test_atomic_sums_are_refused_in_deterministic_mode(monkeypatch, switch):
         assert candidates(sig("none"), 1000, ALL_COMPILED) == list(STRATEGIES)
         assert set(candidates(sig("max"), 1000, ALL_COMPILED)) == set(STRATEGIES)
         # The heuristic's edge-parallel preference for skewed graphs yields to the restriction.
-        skewed = DegreeStats(mean=2.0, std=300.0, max=100000, empty_rows=0)
+        skewed = DegreeStats(mean=2.0, std=300.0, max=100000, empty_rows=0, edges=10 ** 6)
         allowed = candidates(sig("sum"), 10 ** 6, ALL_COMPILED)
         assert heuristic(sig("sum"), skewed, allowed).strategy not in ATOMIC_STRATEGIES
         assert heuristic(sig("sum"), skewed, list(STRATEGIES)).strategy in ATOMIC_STRATEGIES

@@ -288,9 +288,11 @@ __global__ void __launch_bounds__(kBlock, kMinBlocks)
             continue;
           }
         }
+        if constexpr (Sink::kPacked) {
 #pragma unroll
-        for (int k = 0; k < kVec; ++k) {
-          sink.flush(out + k, f.acc[k], Reduce::require_arg ? f.win[Reduce::require_arg ? k : 0] : 0, whole);
+          for (int k = 0; k < kVec; ++k) sink.flush(out + k, f.acc[k], f.win[k], whole);
+        } else {
+          sink.flush_sum(out, f.acc, whole);
         }
       }
     }
