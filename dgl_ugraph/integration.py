@@ -25,11 +25,13 @@ from typing import Optional
 
 import torch
 
-from . import _ext, cache, patterns
-from .abstraction import OpInfo, broadcast
-from .ops import Plan, choose, edge_softmax, signature
-from .select import deterministic
-from .stats import DGL, UGRAPHER, record, set_enabled
+from dgl_ugraph import cache, patterns
+from dgl_ugraph.core import _ext
+from dgl_ugraph.core.abstraction import OpInfo, broadcast
+from dgl_ugraph.core.ops import Plan, edge_softmax
+from dgl_ugraph.core.timing import measure_on_gpu
+from dgl_ugraph.selection.policy import choose_for
+from dgl_ugraph.stats import DGL, UGRAPHER, record, set_enabled
 
 # The DGL releases whose dgl.backend.pytorch.sparse binds these names with these signatures.
 SUPPORTED_DGL = ((1, 1), (2, 4))
@@ -172,21 +174,20 @@ def _warn_once(key, message: str):
 class _Decision:
     """How one (graph, signature) runs: on dgl_ugraph (pattern set) or on DGL (pattern None)."""
 
-    __slots__ = ("record", "pattern", "parallel_info", "out_shape", "expand_lhs", "expand_rhs", "squeeze_out",
-                 "failure_key", "error", "deterministic", "plan")
+    __slots__ = ("record", "pattern", "choice", "out_shape", "expand_lhs", "expand_rhs", "squeeze_out",
+                 "failure_key", "error", "plan")
 
-    def __init__(self, record, pattern=None, parallel_info=None, out_shape=(), expand_lhs=False,
+    def __init__(self, record, pattern=None, choice=None, out_shape=(), expand_lhs=False,
                  expand_rhs=False, squeeze_out=False, failure_key=None):
         self.record = record
         self.pattern = pattern
-        self.parallel_info = parallel_info
+        self.choice = choice  # selection's Choice for a CUDA call, None on CPU
         self.out_shape = out_shape
         self.expand_lhs = expand_lhs
         self.expand_rhs = expand_rhs
         self.squeeze_out = squeeze_out
         self.failure_key = failure_key
         self.error = None  # a message to raise as DGLError where DGL's own kernel would crash the process
-        self.deterministic = None  # the mode a CUDA configuration was chosen under
         self.plan = None  # ops.Plan, made by the first call that runs on dgl_ugraph
 
 
@@ -213,11 +214,6 @@ def _stats_signature(lhs, rhs, idtype: str) -> tuple:
     return (_name(x.dtype), feat(lhs), feat(rhs), str(x.device), idtype)
 
 
-def _rows(entry, ttype: str) -> int:
-    g = entry.ugraph
-    return {"src": g.num_src, "dst": g.num_dst, "edge": g.num_edges}[ttype]
-
-
 def _why_not(entry, pattern, lhs, rhs) -> Optional[str]:
     """None if dgl_ugraph computes this call exactly as DGL would, else the reason it cannot."""
     graph = entry.ugraph
@@ -242,11 +238,11 @@ def _why_not(entry, pattern, lhs, rhs) -> Optional[str]:
             return "float16 on CPU: DGL's CPU kernels refuse it (DGL raises)"
         return f"{_name(dtype)} features: DGL's kernels take floating point only (DGL decides)"
     for side, t, ttype in used:
-        if t.shape[0] != _rows(entry, ttype):
+        if t.shape[0] != graph.rows(ttype):
             if t.shape[0] == 0:
-                return _ZeroRows(f"{side} has 0 rows for {_rows(entry, ttype)} {ttype} items: DGL's own gsddmm "
+                return _ZeroRows(f"{side} has 0 rows for {graph.rows(ttype)} {ttype} items: DGL's own gsddmm "
                                  "kernel crashes the process on it, so dgl_ugraph raises DGLError")
-            return f"{side} has {t.shape[0]} rows for {_rows(entry, ttype)} {ttype} items (DGL raises)"
+            return f"{side} has {t.shape[0]} rows for {graph.rows(ttype)} {ttype} items (DGL raises)"
     return None
 
 
@@ -309,22 +305,17 @@ def _decide(entry, key: str, op: str, lhs, rhs) -> _Decision:
         return refused
     out_shape, expand_lhs, expand_rhs, squeeze_out = shapes
     op_info = f"({found.edge_op}, {found.gather_op}, {found.A_type}, {found.B_type}, {found.C_type})"
-    parallel_info = None
+    choice = None
     config = "cpu"
     if graph.device.type == "cuda":
         try:
-            if not _ext.has_cuda():
-                raise TypeError("this build of dgl_ugraph has no CUDA core")
             probe = _op_info(found, lhs.unsqueeze(-1) if expand_lhs else lhs, rhs.unsqueeze(-1) if expand_rhs else rhs)
-            parallel_info = choose(graph, signature(graph, probe)[0], probe)
+            choice = choose_for(graph, probe, measure_on_gpu)
         except (TypeError, ValueError) as exc:  # no compiled strategy fits, or a bad DGL_UGRAPH_STRATEGY
             return _Decision(record(key, sig, DGL, str(exc)))
-        config = str(parallel_info)
+        config = str(choice.parallel_info)
     rec = record(key, sig, UGRAPHER, config, op_info)
-    d = _Decision(rec, found, parallel_info, out_shape, expand_lhs, expand_rhs, squeeze_out, (key, sig))
-    if parallel_info is not None:
-        d.deterministic = deterministic()
-    return d
+    return _Decision(rec, found, choice, out_shape, expand_lhs, expand_rhs, squeeze_out, (key, sig))
 
 
 def _op_info(pattern, lhs, rhs) -> OpInfo:
@@ -359,7 +350,7 @@ def _graph_fallback(key: str, reason: str, lhs, rhs, gidx):
 def _planned(d: _Decision, graph, lhs, rhs):
     """The decision's kernel call: planned by its first call, each later one reusing the plan."""
     if d.plan is None:
-        d.plan = Plan(graph, _op_info(d.pattern, lhs, rhs), d.parallel_info)
+        d.plan = Plan(graph, _op_info(d.pattern, lhs, rhs), d.choice.parallel_info if d.choice else None)
     return d.plan.run(lhs if d.pattern.A_type != "null" else None, rhs if d.pattern.B_type != "null" else None)
 
 
@@ -428,7 +419,7 @@ def _decision_for(gidx, sig_key, op, lhs, rhs):
             _graph_fallback(_pattern_key(sig_key), entry, lhs, rhs, gidx)
             return None, None
         d = entry.decisions.get(sig_key)
-        if d is None or (d.parallel_info is not None and d.deterministic != deterministic()):
+        if d is None or (d.choice is not None and not d.choice.current()):
             # A CUDA configuration is chosen again when deterministic mode was switched since.
             key = _pattern_key(sig_key)
             d = entry.decisions[sig_key] = (_decide_softmax(entry, key, lhs, rhs) if sig_key[0] == "edge_softmax"

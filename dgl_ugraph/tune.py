@@ -38,12 +38,16 @@ from typing import Callable, Dict, Iterable, List, Optional, Sequence, Tuple
 import numpy as np
 import torch
 
-from . import graph_suite as gs
-from . import predictor
-from .abstraction import STRATEGIES, OpInfo, ParallelInfo
-from .autotune import DeviceLost, Refused, Timing, TimingPolicy, time_configs
-from .predictor import CaseInfo, DeviceInfo
-from .select import DTYPE_NAMES, Signature, candidates
+from dgl_ugraph import graph_suite as gs
+from dgl_ugraph import settings
+from dgl_ugraph.core import _ext
+from dgl_ugraph.core.abstraction import DTYPE_NAMES, STRATEGIES, OpInfo, ParallelInfo, Signature
+from dgl_ugraph.core.capability import candidates
+from dgl_ugraph.core.graph import UGraph
+from dgl_ugraph.core.ops import signature
+from dgl_ugraph.core.timing import CudaRunner, DeviceLost, Refused, Timing, TimingPolicy, time_configs
+from dgl_ugraph.selection import predictor
+from dgl_ugraph.selection.predictor import CaseInfo, DeviceInfo
 
 WIDTHS: Tuple[int, ...] = (8, 16, 32, 64, 128, 256, 512)
 GAT_HEADS = 4  # heads of GAT's layer-width calls: ft is (N, 4, F/4)
@@ -207,7 +211,6 @@ class CudaBackend:
     """Graphs, operands and runners on one GPU."""
 
     def __init__(self, device: str = "cuda"):
-        from . import _ext
         self.device = torch.device(device)
         if self.device.index is None:
             self.device = torch.device("cuda", torch.cuda.current_device())
@@ -225,7 +228,6 @@ class CudaBackend:
         return str(self._ext.core().build_info().get("cuda_source_hash", ""))
 
     def graph(self, src: np.ndarray, dst: np.ndarray, n: int):
-        from .graph import UGraph
         s = torch.from_numpy(src).to(self.device, non_blocking=False)
         d = torch.from_numpy(dst).to(self.device, non_blocking=False)
         return UGraph.from_coo(s, d, n, n, torch.int32)
@@ -249,7 +251,6 @@ class CudaBackend:
         return t
 
     def runner(self, graph, op: OpInfo, first: ParallelInfo):
-        from .autotune import CudaRunner
         return CudaRunner(graph, op, first)
 
     def release(self) -> None:
@@ -267,13 +268,11 @@ class CudaBackend:
 
 
 def make_op(backend, graph, call: Call, width: int, heads: int, dtype: str) -> OpInfo:
-    rows = {"src": graph.num_src, "dst": graph.num_dst, "edge": graph.num_edges}
-
     def operand(spec):
         if spec is None:
             return None, "null"
         ttype, template = spec
-        return backend.operand(graph, rows[ttype], operand_shape(template, width, heads), dtype), ttype
+        return backend.operand(graph, graph.rows(ttype), operand_shape(template, width, heads), dtype), ttype
 
     a, at = operand(call.a)
     b, bt = operand(call.b)
@@ -576,7 +575,6 @@ class Collector:
             if deaths > self.cfg.max_isolation_restarts:
                 raise RuntimeError(f"the GPU context died {deaths} times on this case outside any configuration")
             op = make_op(self.backend, graph, call, case.width, case.heads, case.dtype)
-            from .ops import signature
             sig, _ = signature(graph, op)
             row.update(out_len=sig.out_len, reduce_size=sig.reduce_size, broadcast=int(sig.broadcast), width=sig.width)
             allowed = candidates(sig, graph.num_edges, self.compiled)
@@ -669,7 +667,6 @@ def warm_modules(backend, variants: Iterable[Tuple[str, str]], calls: Sequence[s
     rng = np.random.default_rng(0)
     n = 64
     base = backend.graph(rng.integers(0, n, 512).astype(np.int32), rng.integers(0, n, 512).astype(np.int32), n)
-    from .ops import signature
     runs = 0
     for dtype, idtype in variants:
         g = backend.with_idtype(base, idtype)
@@ -1069,13 +1066,12 @@ def main(argv=None) -> int:
         print("dgl_ugraph tune needs lightgbm to train the model: pip install 'dgl_ugraph[predictor]' "
               "(or pip install lightgbm)", file=sys.stderr)
         return 2
-    from . import _ext
     if not torch.cuda.is_available() or not _ext.has_cuda():
         print(f"dgl_ugraph tune needs a CUDA GPU and the CUDA core ({_ext.LOAD_ERROR or 'no CUDA core in this build'})",
               file=sys.stderr)
         return 2
     dev = predictor.device_info()
-    data_dir = predictor.user_cache_dir() / "tune" / dev.slug
+    data_dir = settings.cache_dir() / "tune" / dev.slug
     budget = args.budget_s if args.budget_s is not None else (150.0 if args.quick else 1200.0)
     sources = tune_suite(args.quick)
     widths = _tune_widths(args.quick)
@@ -1100,7 +1096,7 @@ def main(argv=None) -> int:
         print("dgl_ugraph tune: no cases were collected", file=sys.stderr)
         return 1
     result = train(cases, num_trees=100 if args.quick else 150)
-    out = export(result, predictor.user_cache_dir() / "models", dev.family, paths, [dev.name])
+    out = export(result, settings.cache_dir() / "models", dev.family, paths, [dev.name])
     predictor.reset()
     loaded = predictor.load(dev.family)
     if loaded is None or loaded.path != out:

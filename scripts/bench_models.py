@@ -32,7 +32,7 @@ scripts/gpu_check.sh, stage `dgl`):
 
 GPU replay mode (`--gpu`, on the device machine; needs no DGL): replays the operator sequences recorded
 in bench/traces/ (the exact gspmm/gsddmm calls, dense ops, activations and edge_softmax DGL issues
-for each model, recorded from the CPU DGL run) through our kernels (`dgl_ugraph.ops.ugrapher`,
+for each model, recorded from the CPU DGL run) through our kernels (`dgl_ugraph.ugrapher`,
 impl `ugraph_replay`), through cuSPARSE/torch paths in place of ours (`torch_replay`), and
 compares both with PyG 2.8's GCNConv/GATConv/GINConv/SAGEConv models of the same sizes (`pyg`).
 Inference only (the trace records the forward pass).
@@ -810,7 +810,7 @@ class ReplayGraph:
             dst = torch.cat([dst[keep], loops])
         elif prepare not in (None, ""):
             raise TraceError(f"unknown graph preparation {prepare!r}")
-        from dgl_ugraph.graph import UGraph
+        from dgl_ugraph.core.graph import UGraph
 
         self.device = torch.device(device)
         self.n = n
@@ -955,7 +955,7 @@ def _edge_softmax(sp, score, norm_by):
 
 
 class UGraphSparse(TorchSparse):
-    """gspmm/gsddmm through our kernels (`dgl_ugraph.ops.ugrapher`), mapped by the switching
+    """gspmm/gsddmm through our kernels (`dgl_ugraph.ugrapher`), mapped by the switching
     table exactly as the DGL integration maps them."""
 
     name = "ugraph"
@@ -969,8 +969,7 @@ class UGraphSparse(TorchSparse):
         return found
 
     def _run(self, pattern, lhs, rhs):
-        from dgl_ugraph.abstraction import OpInfo
-        from dgl_ugraph.ops import ugrapher
+        from dgl_ugraph import OpInfo, ugrapher
 
         use_l, use_r = pattern.A_type != "null", pattern.B_type != "null"
         squeeze = (not use_l or lhs.dim() == 1) and (not use_r or rhs.dim() == 1)

@@ -30,7 +30,7 @@ sys.path.insert(0, str(ROOT))
 
 from dgl_ugraph import graph_suite as gs  # noqa: E402
 from dgl_ugraph import tune  # noqa: E402
-from dgl_ugraph.autotune import TimingPolicy  # noqa: E402
+from dgl_ugraph.core.timing import TimingPolicy  # noqa: E402
 
 HOLDOUT_RULE = ("all real datasets (../shared/datasets); every other graph whose "
                 "int(sha256('holdout:' + name)[:12], 16) % 5 == 0")
@@ -113,7 +113,8 @@ def main(argv=None) -> int:
     deadline = t0 + args.budget_s - 10  # keep a margin for the summary
     run_id = tune.new_run_id()
     args.out_dir.mkdir(parents=True, exist_ok=True)
-    from dgl_ugraph import _ext, predictor
+    from dgl_ugraph.core import _ext
+    from dgl_ugraph.selection import predictor
     dev = predictor.device_info()
     tag = f"{dev.slug}-{run_id}"
     meta_path = args.out_dir / f"meta-{tag}.json"

@@ -30,8 +30,9 @@ import numpy as np
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from dgl_ugraph import predictor, tune  # noqa: E402
-from dgl_ugraph.abstraction import STRATEGIES, ParallelInfo  # noqa: E402
+from dgl_ugraph import tune  # noqa: E402
+from dgl_ugraph.core.abstraction import STRATEGIES, ParallelInfo  # noqa: E402
+from dgl_ugraph.selection import predictor  # noqa: E402
 
 ACCEPT_GEOMEAN, ACCEPT_P10 = 0.95, 0.8
 PER_WIDTH = {name for name, call in tune.CALLS.items() if call.per_width}

@@ -50,7 +50,7 @@ if [ "$PROFILE" = dgl11 ]; then
   # venv of the same Python. The build is brought up to date here (ninja only redoes what
   # changed), and the core must then load under this environment's interpreter.
   PATH="$PWD/.venv/bin:$PATH" PYTHON=.venv/bin/python bash scripts/build_inplace.sh
-  "$VPY" -c "from dgl_ugraph import _ext; _ext.core()"
+  "$VPY" -c "from dgl_ugraph.core import _ext; _ext.core()"
 else
   # The predictor's optional extras: training (lightgbm) and its plots (matplotlib).
   "$VPY" -c "import lightgbm, matplotlib" 2>/dev/null || "$VPY" -m pip install -q "numpy<2" lightgbm matplotlib

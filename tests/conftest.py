@@ -13,7 +13,7 @@ if ROOT not in sys.path:
 
 @pytest.fixture(autouse=True, scope="session")
 def poison_outputs():
-    import dgl_ugraph.ops as ops
+    from dgl_ugraph.core import ops
 
     was = ops.POISON_OUTPUTS
     ops.POISON_OUTPUTS = True

@@ -14,7 +14,8 @@ import dgl.function as fn
 import dgl_ugraph
 from tests.dgl_errors import same_error
 from dgl.backend.pytorch import sparse
-from dgl_ugraph import _ext, integration
+from dgl_ugraph import integration
+from dgl_ugraph.core import _ext
 
 pytestmark = pytest.mark.usefixtures("plugin_on")
 

@@ -14,11 +14,13 @@ import numpy as np
 import pytest
 import torch
 
-from dgl_ugraph import _ext, autotune, predictor, tune
 from dgl_ugraph import graph_suite as gs
-from dgl_ugraph.abstraction import STRATEGIES, ParallelInfo
-from dgl_ugraph.graph import UGraph
-from dgl_ugraph.select import Signature
+from dgl_ugraph import tune, ugrapher
+from dgl_ugraph.core import _ext, timing
+from dgl_ugraph.core.abstraction import STRATEGIES, ParallelInfo, Signature
+from dgl_ugraph.core.graph import UGraph
+from dgl_ugraph.core.ops import signature
+from dgl_ugraph.selection import autotune, policy, predictor
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 DEV = predictor.DeviceInfo("Fake GPU 9000", 100, 40 * 2 ** 20, 9, 0)
@@ -293,17 +295,17 @@ def test_autotuner_times_top_k_once_then_remembers(tmp_path):
         calls.append(list(configs))
         return {c: times[c] for c in configs}
     cache = autotune.AutotuneCache(tmp_path / "c.json", DEV, "h")
-    tuner = autotune.Autotuner(cache, measure)
+    tuner = autotune.Autotuner(cache)
     case = predictor.CaseInfo(10, 10, 20, 32, 2.0, 1.0, 4, 0)
     ranked = list(times)
-    assert tuner.choose(None, None, case, sig(), ranked, k=3) == ParallelInfo("warp_vertex", 1, 1)
+    assert tuner.choose(None, None, case, sig(), ranked, 3, measure) == ParallelInfo("warp_vertex", 1, 1)
     assert calls == [ranked[:3]]
-    assert tuner.choose(None, None, case, sig(), ranked, k=3) == ParallelInfo("warp_vertex", 1, 1)
+    assert tuner.choose(None, None, case, sig(), ranked, 3, measure) == ParallelInfo("warp_vertex", 1, 1)
     assert len(calls) == 1 and tuner.hits == 1
     # A new process reads the winner from the file; a winner no longer valid is re-tuned.
-    fresh = autotune.Autotuner(autotune.AutotuneCache(tmp_path / "c.json", DEV, "h"), measure)
-    assert fresh.choose(None, None, case, sig(), ranked, k=3) == ParallelInfo("warp_vertex", 1, 1) and len(calls) == 1
-    assert fresh.choose(None, None, case, sig(), [ranked[0], ranked[3]], k=2) == ParallelInfo("thread_vertex", 1, 1)
+    fresh = autotune.Autotuner(autotune.AutotuneCache(tmp_path / "c.json", DEV, "h"))
+    assert fresh.choose(None, None, case, sig(), ranked, 3, measure) == ParallelInfo("warp_vertex", 1, 1) and len(calls) == 1
+    assert fresh.choose(None, None, case, sig(), [ranked[0], ranked[3]], 2, measure) == ParallelInfo("thread_vertex", 1, 1)
     assert len(calls) == 2
     assert autotune.cache_key(case, sig()) != autotune.cache_key(case, sig(width=32))
 
@@ -344,7 +346,6 @@ class World:
 
 class FakeRunner:
     def __init__(self, world, graph, op, key):
-        from dgl_ugraph.ops import signature
         self.world, self.graph, self.key = world, graph, key
         self.sig = signature(graph, op)[0]
         self.config = None
@@ -355,7 +356,7 @@ class FakeRunner:
 
     def set(self, c):
         if str(c) in self.world.refuse:
-            raise autotune.Refused("not for this case")
+            raise timing.Refused("not for this case")
         if str(c) in self.world.error:
             raise RuntimeError("launch failed")
         self.config = c
@@ -375,7 +376,7 @@ class FakeRunner:
 
     def sync(self):
         if self.world.dead:
-            raise autotune.DeviceLost("an illegal memory access was encountered")
+            raise timing.DeviceLost("an illegal memory access was encountered")
 
     def pad(self, launches):
         return None
@@ -427,7 +428,7 @@ def test_time_configs_cuts_repeats_and_records_failures():
     op = tune.make_op(FakeBackend(world), g, tune.CALLS["copy_u_sum"], 64, 1, "float32")
     runner = FakeRunner(world, g, op, "k")
     configs = predictor.config_space(runner.sig, list(STRATEGIES))
-    timings = autotune.time_configs(runner, configs, autotune.TimingPolicy(cut=2.0, target_ms=1.0))
+    timings = timing.time_configs(runner, configs, timing.TimingPolicy(cut=2.0, target_ms=1.0))
     by = {str(t.config): t for t in timings}
     assert by["warp_edge:1:1"].status == "refused" and by["warp_vertex:2:1"].status == "error"
     ok = [t for t in timings if t.status == "ok"]
@@ -523,7 +524,7 @@ def test_collector_survives_a_config_that_kills_the_context(tmp_path):
         try:
             stats = col.run(sources)
             break
-        except autotune.DeviceLost:
+        except timing.DeviceLost:
             col.note_device_lost()
             restarts += 1
             assert restarts < 5
@@ -590,7 +591,6 @@ def test_audit_summary_reports_cut_losses_and_beyond_limit_wins():
 
 @pytest.mark.skipif(_ext._C is None, reason="needs the compiled core")
 def test_every_collected_call_runs_on_the_cpu_core():
-    from dgl_ugraph import ops
     s, d, n = tune.load_source(small_sources()[2])
     backend = FakeBackend(World())
     g = backend.graph(s, d, n)
@@ -599,7 +599,7 @@ def test_every_collected_call_runs_on_the_cpu_core():
         graph = g.reverse() if call.graph == "rev" else g
         case = tune.CaseSpec("g", name, 16 if call.per_width else 4, "float32", "int32")
         op = tune.make_op(backend, graph, call, case.width, case.heads, "float32")
-        out = ops.ugrapher(graph, op)[0]
+        out = ugrapher(graph, op)[0]
         assert out.shape[0] == (graph.num_edges if call.gather_op == "none" else graph.num_dst)
         assert torch.isfinite(out).all()
 
@@ -657,7 +657,7 @@ def test_dgl_calls_table_matches_what_dgl_issues(monkeypatch):
 # ---- the decision and the whole pipeline --------------------------------------------------------------------
 
 class CudaLikeGraph:
-    """What decide() reads from a graph, on a pretend CUDA device."""
+    """What policy.learned() reads from a graph, on a pretend CUDA device."""
 
     def __init__(self):
         g = UGraph.from_coo(torch.tensor([0, 1, 2, 3]), torch.tensor([1, 2, 3, 0]), 4, 4, torch.int32)
@@ -680,36 +680,37 @@ def test_decide_uses_the_model_then_the_autotuner(monkeypatch, tmp_path):
     order = [ParallelInfo("warp_edge", 8, 4), ParallelInfo("thread_edge", 1, 1), ParallelInfo("warp_vertex", 2, 1)]
     monkeypatch.setattr(predictor, "device_info", lambda device=None: DEV)
     monkeypatch.setattr(predictor, "load", lambda family: FixedModel(order))
-    monkeypatch.setattr(predictor, "_failed", [])
+    monkeypatch.setattr(policy, "_failed", [])
     graph = CudaLikeGraph()
-    assert predictor.decide(graph, sig(), list(STRATEGIES)) == order[0]
-    assert predictor.decide(UGraph.from_coo(torch.tensor([0]), torch.tensor([0]), 1, 1), sig(), list(STRATEGIES)) is None
+    assert policy.learned(graph, sig(), list(STRATEGIES)) == order[0]
+    assert policy.learned(UGraph.from_coo(torch.tensor([0]), torch.tensor([0]), 1, 1), sig(), list(STRATEGIES)) is None
     # Autotuning: the top-k are timed once, the fastest wins and is remembered.
     measured = []
 
     def measure(g, op, configs):
         measured.append(list(configs))
         return {c: 1.0 + i for i, c in enumerate(reversed(configs))}
-    tuner = autotune.Autotuner(autotune.AutotuneCache(tmp_path / "a.json", DEV, "h"), measure)
+    tuner = autotune.Autotuner(autotune.AutotuneCache(tmp_path / "a.json", DEV, "h"))
     monkeypatch.setenv("DGL_UGRAPH_AUTOTUNE", "1")
     monkeypatch.setenv("DGL_UGRAPH_AUTOTUNE_TOPK", "2")
     monkeypatch.setattr(autotune, "tuner_for", lambda dev, core_hash: tuner)
     monkeypatch.setattr(torch.cuda, "is_current_stream_capturing", lambda: False)
     monkeypatch.setattr(_ext, "core", lambda: type("Core", (), {"build_info": staticmethod(lambda: {"cuda_source_hash": "h"})}))
-    assert predictor.decide(graph, sig(), list(STRATEGIES), op=object()) == order[1]
-    assert predictor.decide(graph, sig(), list(STRATEGIES), op=object()) == order[1]
+    assert policy.learned(graph, sig(), list(STRATEGIES), op=object(), measure=measure) == order[1]
+    assert policy.learned(graph, sig(), list(STRATEGIES), op=object(), measure=measure) == order[1]
     assert measured == [order[:2]]
-    # Without the operands there is nothing to time: the model decides.
-    assert predictor.decide(graph, sig(), list(STRATEGIES)) == order[0]
+    # Without the operands, or without a way to time them, there is nothing to time: the model decides.
+    assert policy.learned(graph, sig(), list(STRATEGIES)) == order[0]
+    assert policy.learned(graph, sig(), list(STRATEGIES), op=object()) == order[0]
 
 
 def test_decide_without_a_model_autotunes_the_shortlist_or_defers(monkeypatch):
     monkeypatch.setattr(predictor, "device_info", lambda device=None: DEV)
     monkeypatch.setattr(predictor, "load", lambda family: None)
-    monkeypatch.setattr(predictor, "_failed", [])
+    monkeypatch.setattr(policy, "_failed", [])
     graph = CudaLikeGraph()
-    assert predictor.decide(graph, sig(), list(STRATEGIES)) is None  # the heuristic serves
-    short = predictor.shortlist(sig(width=8), graph.stats, list(STRATEGIES))
+    assert policy.learned(graph, sig(), list(STRATEGIES)) is None  # the heuristic serves
+    short = policy.shortlist(sig(width=8), graph.stats, list(STRATEGIES))
     assert len(short) == len(set(short)) and all(c.tiling <= predictor.max_tiling(c.strategy, 8) for c in short)
     assert {c.strategy for c in short} == set(STRATEGIES)
 
@@ -720,12 +721,12 @@ def test_decide_failure_warns_once_and_defers(monkeypatch):
             raise RuntimeError("corrupt")
     monkeypatch.setattr(predictor, "device_info", lambda device=None: DEV)
     monkeypatch.setattr(predictor, "load", lambda family: Broken())
-    monkeypatch.setattr(predictor, "_failed", [])
+    monkeypatch.setattr(policy, "_failed", [])
     with pytest.warns(RuntimeWarning, match="corrupt"):
-        assert predictor.decide(CudaLikeGraph(), sig(), list(STRATEGIES)) is None
+        assert policy.learned(CudaLikeGraph(), sig(), list(STRATEGIES)) is None
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        assert predictor.decide(CudaLikeGraph(), sig(), list(STRATEGIES)) is None
+        assert policy.learned(CudaLikeGraph(), sig(), list(STRATEGIES)) is None
 
 
 def _script(name):
@@ -815,16 +816,15 @@ def test_cuda_runner_glue_on_a_mock_device(monkeypatch):
     monkeypatch.setattr(torch.cuda, "_sleep", lambda cycles: None)
     monkeypatch.setattr(torch.cuda, "current_device", lambda: 0)
     monkeypatch.setattr(torch.cuda, "device", lambda index: contextlib.nullcontext())
-    monkeypatch.setattr(autotune, "_sleep_cycles_per_ms", {})
-    monkeypatch.setattr(autotune, "_event_pools", {})
+    monkeypatch.setattr(timing, "_sleep_cycles_per_ms", {})
+    monkeypatch.setattr(timing, "_event_pools", {})
     s, d, n = tune.load_source(small_sources()[0])
     g = FakeBackend(World()).graph(s, d, n)
     op = tune.make_op(type("B", (), {"operand": staticmethod(lambda graph, rows, shape, dtype: torch.rand((rows,) + shape))})(),
                       g, tune.CALLS["copy_u_sum"], 16, 1, "float32")
-    from dgl_ugraph.ops import signature
     configs = predictor.config_space(signature(g, op)[0], list(STRATEGIES))
-    runner = autotune.CudaRunner(g, op, configs[0])
-    timings = autotune.time_configs(runner, configs, autotune.TimingPolicy(cut=2.0, target_ms=0.05))
+    runner = timing.CudaRunner(g, op, configs[0])
+    timings = timing.time_configs(runner, configs, timing.TimingPolicy(cut=2.0, target_ms=0.05))
     by = {t.config: t for t in timings}
     assert by[ParallelInfo("thread_vertex", 64, 1)].status == "refused"
     for c, t in by.items():
@@ -833,7 +833,7 @@ def test_cuda_runner_glue_on_a_mock_device(monkeypatch):
             assert t.ms == pytest.approx(want) and t.first_ms == pytest.approx(want)
     assert runner.workspace is not None and runner.capacity == 256
     best = min((t for t in timings if t.status == "ok"), key=lambda t: t.ms)
-    times = autotune.measure_on_gpu(g, op, [best.config, ParallelInfo("warp_edge", 1, 1)])
+    times = timing.measure_on_gpu(g, op, [best.config, ParallelInfo("warp_edge", 1, 1)])
     assert min(times, key=times.get) == best.config
 
 

@@ -16,7 +16,8 @@ import torch.nn.functional as F
 
 import dgl
 import dgl_ugraph
-from dgl_ugraph import _ext, cache, integration, ops
+from dgl_ugraph import cache, integration
+from dgl_ugraph.core import _ext, ops
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 pytestmark = pytest.mark.skipif(_ext.LOAD_ERROR is not None, reason=str(_ext.LOAD_ERROR))
@@ -213,7 +214,7 @@ def test_extension_that_fails_to_import_in_a_fresh_process(tmp_path):
         warnings.simplefilter("always")
         import torch, dgl, torch.nn.functional as F
         import dgl_ugraph
-        from dgl_ugraph import _ext
+        from dgl_ugraph.core import _ext
         assert _ext._C is None and "failed to load" in _ext.LOAD_ERROR
         torch.manual_seed(0)
         g = dgl.add_self_loop(dgl.rand_graph(100, 600))

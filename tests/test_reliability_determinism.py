@@ -11,10 +11,12 @@ import torch.nn.functional as F
 
 import dgl
 import dgl_ugraph
-from dgl_ugraph import _ext, ops
-from dgl_ugraph.abstraction import STRATEGIES, ParallelInfo
-from dgl_ugraph.graph import DegreeStats, UGraph
-from dgl_ugraph.select import ATOMIC_STRATEGIES, DTYPE_NAMES, Signature, candidates, deterministic, heuristic, why_not
+from dgl_ugraph.core import _ext
+from dgl_ugraph.core.abstraction import DTYPE_NAMES, STRATEGIES, ParallelInfo, Signature
+from dgl_ugraph.core.capability import ATOMIC_STRATEGIES, candidates, deterministic, why_not
+from dgl_ugraph.core.graph import DegreeStats, UGraph
+from dgl_ugraph.selection import policy
+from dgl_ugraph.selection.rules import heuristic
 
 pytestmark = pytest.mark.usefixtures("plugin_on")
 
@@ -77,7 +79,7 @@ def test_env_values_other_than_1_do_not_switch_it_on(monkeypatch):
 
 def test_choose_never_returns_an_atomic_sum_in_deterministic_mode(monkeypatch):
     """Even a forced DGL_UGRAPH_STRATEGY naming an atomic strategy yields in deterministic mode."""
-    monkeypatch.setattr(ops._ext, "compiled_cuda_keys", lambda: ALL_COMPILED)
+    monkeypatch.setattr(_ext, "compiled_cuda_keys", lambda: ALL_COMPILED)
     monkeypatch.setenv("DGL_UGRAPH_DETERMINISTIC", "1")
     graph = UGraph.from_coo(torch.tensor([0, 1, 2, 2]), torch.tensor([1, 2, 0, 1]), 3, 3)
     for forced in ("thread_edge:4:2", "warp_edge", None):
@@ -85,10 +87,10 @@ def test_choose_never_returns_an_atomic_sum_in_deterministic_mode(monkeypatch):
             monkeypatch.setenv("DGL_UGRAPH_STRATEGY", forced)
         else:
             monkeypatch.delenv("DGL_UGRAPH_STRATEGY", raising=False)
-        pinfo = ops.choose(graph, sig("sum"))
+        pinfo = policy.choose(graph, sig("sum"))
         assert isinstance(pinfo, ParallelInfo) and pinfo.strategy not in ATOMIC_STRATEGIES
     monkeypatch.setenv("DGL_UGRAPH_STRATEGY", "thread_edge:4:2")
-    assert ops.choose(graph, sig("max")).strategy == "thread_edge"  # max/min keep their atomics
+    assert policy.choose(graph, sig("max")).strategy == "thread_edge"  # max/min keep their atomics
 
 
 # ---- bitwise-equal training ---------------------------------------------------------------------------
@@ -192,8 +194,7 @@ def test_a_cuda_decision_is_remade_when_the_mode_changes(monkeypatch):
 
     def fake_decide(entry_, key, op, lhs, rhs):
         strategy = "thread_vertex" if deterministic() else "thread_edge"
-        d = integration._Decision(None, pattern=object(), parallel_info=ParallelInfo(strategy, 4, 2))
-        d.deterministic = deterministic()
+        d = integration._Decision(None, pattern=object(), choice=policy.Choice(ParallelInfo(strategy, 4, 2), deterministic()))
         made.append(d)
         return d
 
@@ -205,7 +206,7 @@ def test_a_cuda_decision_is_remade_when_the_mode_changes(monkeypatch):
     assert integration._decision_for(object(), key, "copy_lhs", None, None)[1] is first
     monkeypatch.setenv("DGL_UGRAPH_DETERMINISTIC", "1")
     again = integration._decision_for(object(), key, "copy_lhs", None, None)[1]
-    assert again is not first and again.parallel_info.strategy == "thread_vertex"
+    assert again is not first and again.choice.parallel_info.strategy == "thread_vertex"
     assert integration._decision_for(object(), key, "copy_lhs", None, None)[1] is again
     cpu = integration._Decision(None, pattern=object())
     entry.decisions[key] = cpu

@@ -14,8 +14,9 @@ import torch
 
 import dgl
 import dgl_ugraph
-from dgl_ugraph import UGraph, _ext, integration
-from dgl_ugraph.ops import edge_softmax
+from dgl_ugraph import UGraph, integration
+from dgl_ugraph.core import _ext
+from dgl_ugraph.core.ops import edge_softmax
 from tests.dgl_errors import same_error
 from tests.test_core_cpu import omp_threads
 
@@ -319,7 +320,7 @@ def test_every_instruction_set_gives_the_same_values(tmp_path):
         "import sys, torch\n"
         "sys.path.insert(0, '.')\n"
         "from tests.test_softmax_cpu import hub_graph, scores\n"
-        "from dgl_ugraph.ops import edge_softmax\n"
+        "from dgl_ugraph.core.ops import edge_softmax\n"
         "out = {}\n"
         "for dtype in (torch.float32, torch.float64, torch.bfloat16):\n"
         "    for shape in ((1,), (8,), (3,)):\n"

@@ -25,7 +25,7 @@ import torch
 _HERE = pathlib.Path(__file__).resolve().parent
 sys.path[:0] = [p for p in (str(_HERE.parents[1]), str(_HERE.parent), str(_HERE)) if p not in sys.path]
 
-from dgl_ugraph import _ext  # noqa: E402
+from dgl_ugraph.core import _ext  # noqa: E402
 
 
 def _why_skip():
