@@ -6,10 +6,10 @@ unless DGL_UGRAPH=0. Without DGL installed, the kernel API (`ugrapher`) still wo
 from dgl_ugraph import settings
 from dgl_ugraph.core.abstraction import OpInfo, ParallelInfo
 from dgl_ugraph.core.graph import UGraph
-from dgl_ugraph.integration import (UGraphFallbackWarning, UnsupportedDGLError, disable, disabled, enable,
-                                    enable_quietly, is_enabled)
+from dgl_ugraph.dgl.interception import UnsupportedDGLError, disable, disabled, enable, enable_quietly, is_enabled
+from dgl_ugraph.dgl.recognition import UGraphFallbackWarning
+from dgl_ugraph.dgl.stats import report, reset_stats, stats
 from dgl_ugraph.selection.policy import ugrapher
-from dgl_ugraph.stats import report, reset_stats, stats
 
 __all__ = ["OpInfo", "ParallelInfo", "UGraph", "ugrapher", "enable", "disable", "disabled", "is_enabled",
            "stats", "reset_stats", "report", "UnsupportedDGLError", "UGraphFallbackWarning"]

@@ -17,8 +17,11 @@ import runpy
 import sys
 import time
 
-from dgl_ugraph import integration, patterns, report, reset_stats, settings, stats
+from dgl_ugraph import settings
 from dgl_ugraph.core import _ext
+from dgl_ugraph.dgl import interception
+from dgl_ugraph.dgl import patterns
+from dgl_ugraph.dgl.stats import report, reset_stats, stats
 
 USAGE = __doc__.split("\n\n")[1]
 
@@ -64,14 +67,14 @@ def info():
     gpu = f"{torch.cuda.get_device_name(0)} (capability {'.'.join(map(str, torch.cuda.get_device_capability(0)))})" \
         if cuda else "none"
     print(f"torch {torch.__version__} (built with CUDA {torch.version.cuda}); GPU seen: {gpu}")
-    low, high = integration.SUPPORTED_DGL
+    low, high = interception.SUPPORTED_DGL
     try:
         import dgl
         print(f"DGL {dgl.__version__} (dgl_ugraph supports {low[0]}.{low[1]} to {high[0]}.{high[1]}); "
-              f"interception {'on' if integration.is_enabled() else 'off'} (DGL_UGRAPH={settings.on_import_text()})")
+              f"interception {'on' if interception.is_enabled() else 'off'} (DGL_UGRAPH={settings.on_import_text()})")
     except ImportError:
         print("DGL: not installed (the kernel API dgl_ugraph.ugrapher still works)")
-    print("tested on CPU with: " + ", ".join(f"DGL {d} + torch {t}" for d, t in integration.TESTED))
+    print("tested on CPU with: " + ", ".join(f"DGL {d} + torch {t}" for d, t in interception.TESTED))
     table = patterns.table()
     print(f"switching table: {patterns.table_path()} ({len(table['mapped'])} mapped kernel patterns, "
           f"{len(table['unsupported'])} unsupported, {len(table['builtins'])} DGL builtins described)")
@@ -165,7 +168,7 @@ def _interleaved(model, g, x, steps, warmup, sync):
     side that build every cache (graph formats, our CSC and reverse graph, decisions, DGL's own).
     Returns the first step's results of each side and both lists of seconds."""
     def one(on):
-        ctx = contextlib.nullcontext() if on else integration.disabled()
+        ctx = contextlib.nullcontext() if on else interception.disabled()
         with ctx:
             sync()
             start = time.perf_counter()
@@ -196,7 +199,7 @@ def pick_device(name: str):
     import dgl
 
     try:
-        with integration.disabled():
+        with interception.disabled():
             g = dgl.graph(([0], [0])).to("cuda")
             dgl.ops.copy_u_sum(g, torch.ones(1, 1, device="cuda"))
     except Exception as exc:  # a CPU build of DGL raises on the first CUDA graph
@@ -224,8 +227,8 @@ def demo(argv):
         sys.exit("the demo needs DGL (pip install dgl); the kernel API works without it")
     import torch
 
-    if not integration.is_enabled():
-        integration.enable()
+    if not interception.is_enabled():
+        interception.enable()
     device, why = pick_device(args.device)
     cuda = device.type == "cuda"
     sync = (lambda: torch.cuda.synchronize(device)) if cuda else (lambda: None)

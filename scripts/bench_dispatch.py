@@ -35,10 +35,10 @@ import dgl  # noqa: E402
 from dgl.backend.pytorch import sparse  # noqa: E402
 
 import dgl_ugraph  # noqa: E402
-from dgl_ugraph import integration  # noqa: E402
+from dgl_ugraph.dgl import interception  # noqa: E402
 from dgl_ugraph.core.abstraction import OpInfo  # noqa: E402
 from dgl_ugraph.selection import policy  # noqa: E402
-from dgl_ugraph.cache import entry_for  # noqa: E402
+from dgl_ugraph.dgl.cache import entry_for  # noqa: E402
 
 COLUMNS = ["machine", "torch", "dgl", "threads", "op", "F", "impl", "us_median", "us_p25", "us_p75"]
 
@@ -102,7 +102,7 @@ def main():
     g.create_formats_()
     gidx = g._graph
     dgl_ugraph.enable()
-    own = dict(integration._dgl)  # DGL's functions, as enable() captured them
+    own = dict(interception._dgl)  # DGL's functions, as enable() captured them
     ours = {"_gspmm": sparse._gspmm, "_gsddmm": sparse._gsddmm}
     assert ours["_gspmm"] is not own["_gspmm"], "the plugin is not routing DGL's calls"
     ugraph = entry_for(gidx).ugraph

@@ -961,7 +961,7 @@ class UGraphSparse(TorchSparse):
     name = "ugraph"
 
     def _pattern(self, key):
-        from dgl_ugraph import patterns
+        from dgl_ugraph.dgl import patterns
 
         found = patterns.lookup(key)
         if isinstance(found, str):
@@ -983,13 +983,13 @@ class UGraphSparse(TorchSparse):
         return (out.squeeze(-1) if squeeze else out), arg_a, arg_b
 
     def gspmm(self, op, reduce_op, u, e):
-        from dgl_ugraph import patterns
+        from dgl_ugraph.dgl import patterns
 
         out, arg_a, arg_b = self._run(self._pattern(patterns.spmm_key(op, reduce_op)), u, e)
         return out, (arg_a, arg_b)
 
     def gsddmm(self, op, lhs, rhs, lhs_target, rhs_target):
-        from dgl_ugraph import patterns
+        from dgl_ugraph.dgl import patterns
 
         return self._run(self._pattern(patterns.sddmm_key(op, lhs_target, rhs_target)), lhs, rhs)[0]
 

@@ -38,9 +38,9 @@ def plugin_on():
 @pytest.fixture
 def isolated_failures(monkeypatch):
     """Failures recorded by a test stay in that test."""
-    from dgl_ugraph import cache, integration
+    from dgl_ugraph.dgl import cache, recognition
 
-    monkeypatch.setattr(integration, "_failed", {})
-    monkeypatch.setattr(integration, "_warned", set())
+    monkeypatch.setattr(recognition, "_failed", {})
+    monkeypatch.setattr(recognition, "_warned", set())
     yield
     cache.clear()

@@ -16,7 +16,7 @@ import torch.nn.functional as F
 
 import dgl
 import dgl_ugraph
-from dgl_ugraph import cache
+from dgl_ugraph.dgl import cache
 from dgl_ugraph.core import _ext
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

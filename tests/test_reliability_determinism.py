@@ -184,7 +184,7 @@ def test_a_cuda_decision_is_remade_when_the_mode_changes(monkeypatch):
     """A CUDA configuration chosen before deterministic mode was switched on (say, an atomic
     sum) is not kept: the next call decides again. CPU decisions carry no configuration and are
     kept. (The device half, through DGL, is tests/gpu/test_reliability_gpu.py.)"""
-    from dgl_ugraph import integration
+    from dgl_ugraph.dgl import recognition
 
     class Entry:
         decisions = {}
@@ -194,22 +194,22 @@ def test_a_cuda_decision_is_remade_when_the_mode_changes(monkeypatch):
 
     def fake_decide(entry_, key, op, lhs, rhs):
         strategy = "thread_vertex" if deterministic() else "thread_edge"
-        d = integration._Decision(None, pattern=object(), choice=policy.Choice(ParallelInfo(strategy, 4, 2), deterministic()))
+        d = recognition.Decision(None, pattern=object(), choice=policy.Choice(ParallelInfo(strategy, 4, 2), deterministic()))
         made.append(d)
         return d
 
-    monkeypatch.setattr(integration.cache, "entry_for", lambda gidx: entry)
-    monkeypatch.setattr(integration, "_decide", fake_decide)
+    monkeypatch.setattr(recognition.cache, "entry_for", lambda gidx: entry)
+    monkeypatch.setattr(recognition, "_decide", fake_decide)
     monkeypatch.delenv("DGL_UGRAPH_DETERMINISTIC", raising=False)
     key = ("gspmm", "copy_lhs", "sum", None, None, None)
-    first = integration._decision_for(object(), key, "copy_lhs", None, None)[1]
-    assert integration._decision_for(object(), key, "copy_lhs", None, None)[1] is first
+    first = recognition.decision_for(object(), key, "copy_lhs", None, None)[1]
+    assert recognition.decision_for(object(), key, "copy_lhs", None, None)[1] is first
     monkeypatch.setenv("DGL_UGRAPH_DETERMINISTIC", "1")
-    again = integration._decision_for(object(), key, "copy_lhs", None, None)[1]
+    again = recognition.decision_for(object(), key, "copy_lhs", None, None)[1]
     assert again is not first and again.choice.parallel_info.strategy == "thread_vertex"
-    assert integration._decision_for(object(), key, "copy_lhs", None, None)[1] is again
-    cpu = integration._Decision(None, pattern=object())
+    assert recognition.decision_for(object(), key, "copy_lhs", None, None)[1] is again
+    cpu = recognition.Decision(None, pattern=object())
     entry.decisions[key] = cpu
     monkeypatch.delenv("DGL_UGRAPH_DETERMINISTIC")
-    assert integration._decision_for(object(), key, "copy_lhs", None, None)[1] is cpu
+    assert recognition.decision_for(object(), key, "copy_lhs", None, None)[1] is cpu
     assert len(made) == 2

@@ -13,7 +13,7 @@ import dgl
 import dgl.function as fn
 import dgl_ugraph
 from dgl.backend.pytorch import sparse
-from dgl_ugraph import OpInfo, UGraph, integration, ugrapher
+from dgl_ugraph import OpInfo, UGraph, ugrapher
 from dgl_ugraph.core import _ext
 from dgl_ugraph.core.ops import prepare
 from tests.dgl_errors import same_error

@@ -1,165 +1,37 @@
-"""Routes DGL's generalized SpMM and SDDMM through dgl_ugraph, with DGL's exact contract.
+"""Recognition: whether dgl_ugraph runs one DGL kernel call exactly as DGL would, decided once
+per (graph, signature) and kept in the graph's cache entry.
 
-DGL's PyTorch backend (dgl/backend/pytorch/sparse.py) binds `_gspmm`, `_gsddmm` and their
-heterograph twins from dgl._sparse_ops at import time, and its autograd functions (GSpMM, GSDDMM,
-EdgeSoftmax, ...) look those module globals up on every call, forward and backward. Replacing the
-globals there reroutes update_all/apply_edges with builtins, dgl.ops, edge_softmax and every
-backward pass; patching dgl._sparse_ops would change nothing. (On CPU, EdgeSoftmax calls fused
-kernels of DGL's, `_edge_softmax_forward/_backward`; they are replaced by dgl_ugraph's fused CPU
-kernel.)
-
-Each call is recognized once per (graph, signature): the switching table maps DGL's
-(op, reduce_op, targets) to uGrapher's op_info, and the operands' dtype, device, rows and
-broadcast shapes decide whether dgl_ugraph can run it exactly as DGL would. Whatever it cannot
-run goes to DGL's own function, with the reason in stats(); DGL then computes it or raises its own
-error. Heterograph calls (several edge types) always go to DGL and are only counted.
+The switching table maps DGL's (op, reduce_op, targets) to uGrapher's op_info, and the operands'
+dtype, device, rows and broadcast shapes decide whether dgl_ugraph can run it exactly as DGL
+would; a CUDA call gets its configuration from selection's policy. Whatever cannot run here goes
+to DGL's own function, with the reason in stats(); DGL then computes it or raises its own error.
+A signature whose kernel raised runs on DGL from then on.
 """
 from __future__ import annotations
 
-import contextlib
-import inspect
-import re
-import threading
 import warnings
 from typing import Optional
 
 import torch
 
-from dgl_ugraph import cache, patterns
 from dgl_ugraph.core import _ext
 from dgl_ugraph.core.abstraction import OpInfo, broadcast
-from dgl_ugraph.core.ops import Plan, edge_softmax
 from dgl_ugraph.core.timing import measure_on_gpu
+from dgl_ugraph.dgl import cache, patterns
+from dgl_ugraph.dgl.stats import DGL, UGRAPHER, record
 from dgl_ugraph.selection.policy import choose_for
-from dgl_ugraph.stats import DGL, UGRAPHER, record, set_enabled
 
-# The DGL releases whose dgl.backend.pytorch.sparse binds these names with these signatures.
-SUPPORTED_DGL = ((1, 1), (2, 4))
-# The (DGL, torch) pairs that CI runs the DGL-facing tests on: the environments that
-# scripts/setup_env.sh builds (a test keeps the two equal). PyPI's Linux wheels stop at DGL 2.1.0.
-TESTED = (("2.1.0", "2.2.1"), ("1.1.3", "2.1.1"))
-_SIGNATURES = {
-    "_gspmm": ("gidx", "op", "reduce_op", "u", "e"),
-    "_gsddmm": ("gidx", "op", "lhs", "rhs", "lhs_target", "rhs_target"),
-    "_gspmm_hetero": ("gidx", "op", "reduce_op", "u_len", "u_and_e_tuple"),
-    "_gsddmm_hetero": ("gidx", "op", "lhs_len", "lhs_target", "rhs_target", "lhs_and_rhs_tuple"),
-    # EdgeSoftmax's CPU branch (its CUDA branch already calls _gspmm/_gsddmm). Replaced where this
-    # DGL has them; a DGL without them keeps the rest.
-    "_edge_softmax_forward": ("gidx", "e", "op"),
-    "_edge_softmax_backward": ("gidx", "out", "sds"),
-}
-_OPTIONAL = frozenset({"_edge_softmax_forward", "_edge_softmax_backward"})
 # DGL's CPU kernels refuse float16 ("Feature data can only be bfloat16/float32/float64 on CPU").
 _DTYPES = {"cpu": (torch.float32, torch.float64, torch.bfloat16),
            "cuda": (torch.float32, torch.float64, torch.float16, torch.bfloat16)}
-
-
-class UnsupportedDGLError(RuntimeError):
-    """This DGL cannot be patched safely; it was left untouched."""
 
 
 class UGraphFallbackWarning(RuntimeWarning):
     """dgl_ugraph failed on a call it should run; DGL's kernels run it instead."""
 
 
-_dgl = {}  # DGL's own functions, captured by enable()
-_enabled = False
-_lock = threading.Lock()
 _warned = set()
 _failed = {}  # (pattern, signature) -> reason: signatures whose kernel raised, run on DGL from then on
-
-
-def _check_dgl():
-    """dgl.backend.pytorch.sparse if this DGL can be patched, else UnsupportedDGLError."""
-    import dgl
-
-    version = getattr(dgl, "__version__", "unknown")
-    match = re.match(r"(\d+)\.(\d+)", version)
-    low, high = SUPPORTED_DGL
-    if not match or not low <= (int(match.group(1)), int(match.group(2))) <= high:
-        raise UnsupportedDGLError(
-            f"dgl_ugraph supports DGL {low[0]}.{low[1]} to {high[0]}.{high[1]}, found DGL {version}; "
-            "DGL was left untouched and runs its own kernels")
-    backend = getattr(dgl.backend, "backend_name", None)
-    if backend != "pytorch":
-        raise UnsupportedDGLError(f"dgl_ugraph needs DGL's PyTorch backend, DGL runs on {backend!r}; DGL was left untouched")
-    from dgl.backend.pytorch import sparse
-
-    for name, params in _SIGNATURES.items():
-        func = getattr(sparse, name, None)
-        if func is None and name in _OPTIONAL:
-            continue
-        if func is None:
-            raise UnsupportedDGLError(f"DGL {version} has no dgl.backend.pytorch.sparse.{name}; DGL was left untouched")
-        if func is _REPLACEMENTS[name]:
-            continue
-        found = tuple(inspect.signature(func).parameters)
-        if found != params:
-            raise UnsupportedDGLError(
-                f"DGL {version}'s dgl.backend.pytorch.sparse.{name}{found} is not the expected {name}{params}; "
-                "DGL was left untouched")
-    return sparse
-
-
-def enable():
-    """Routes DGL's gspmm/gsddmm through dgl_ugraph. Raises UnsupportedDGLError (and changes
-    nothing) on a DGL it does not know."""
-    global _enabled
-    with _lock:
-        if _enabled:
-            return
-        sparse = _check_dgl()
-        present = [name for name in _SIGNATURES if hasattr(sparse, name)]
-        for name in present:
-            current = getattr(sparse, name)
-            if current is not _REPLACEMENTS[name]:  # never capture ourselves as DGL's function
-                _dgl[name] = current
-        for name in present:
-            setattr(sparse, name, _REPLACEMENTS[name])
-        _enabled = True
-        set_enabled(True)
-
-
-def disable():
-    """Puts DGL's own function objects back."""
-    global _enabled
-    with _lock:
-        if not _enabled:
-            return
-        from dgl.backend.pytorch import sparse
-
-        for name, original in _dgl.items():
-            if getattr(sparse, name) is _REPLACEMENTS[name]:
-                setattr(sparse, name, original)
-            else:
-                warnings.warn(f"dgl.backend.pytorch.sparse.{name} was replaced again after dgl_ugraph; "
-                              "leaving that replacement in place", RuntimeWarning, stacklevel=2)
-        _enabled = False
-        set_enabled(False)
-
-
-def is_enabled() -> bool:
-    return _enabled
-
-
-@contextlib.contextmanager
-def disabled():
-    """Runs the block on DGL's own kernels, then restores the previous state."""
-    was = _enabled
-    disable()
-    try:
-        yield
-    finally:
-        if was:
-            enable()
-
-
-def enable_quietly():
-    """enable(), turning a refusal into a warning: used where importing must never break a program."""
-    try:
-        enable()
-    except UnsupportedDGLError as exc:
-        warnings.warn(str(exc), RuntimeWarning, stacklevel=2)
 
 
 def _warn_once(key, message: str):
@@ -168,10 +40,7 @@ def _warn_once(key, message: str):
         warnings.warn(message, UGraphFallbackWarning, stacklevel=4)
 
 
-# ---- recognition ------------------------------------------------------------------------------
-
-
-class _Decision:
+class Decision:
     """How one (graph, signature) runs: on dgl_ugraph (pattern set) or on DGL (pattern None)."""
 
     __slots__ = ("record", "pattern", "choice", "out_shape", "expand_lhs", "expand_rhs", "squeeze_out",
@@ -191,7 +60,7 @@ class _Decision:
         self.plan = None  # ops.Plan, made by the first call that runs on dgl_ugraph
 
 
-def _meta(t):
+def meta(t):
     if t is None:
         return None
     if isinstance(t, torch.Tensor):
@@ -272,7 +141,7 @@ def _shapes(pattern, op, lhs, rhs):
     return ours, expand_lhs, expand_rhs, squeeze_out
 
 
-def _refusal(key: str, sig, reason) -> Optional[_Decision]:
+def _refusal(key: str, sig, reason) -> Optional[Decision]:
     """DGL's decision for a call that does not run here, or None when it does: the recognition's
     reason, else an earlier failure of this signature, else a missing compiled core."""
     if reason is None and (key, sig) in _failed:
@@ -282,18 +151,18 @@ def _refusal(key: str, sig, reason) -> Optional[_Decision]:
         _warn_once("core", f"dgl_ugraph: {reason}; DGL's own kernels run every call")
     if reason is None:
         return None
-    d = _Decision(record(key, sig, DGL, reason))
+    d = Decision(record(key, sig, DGL, reason))
     if isinstance(reason, _ZeroRows):
         d.error = f"{key}: the {reason.split(':')[0]}"
     return d
 
 
-def _decide(entry, key: str, op: str, lhs, rhs) -> _Decision:
+def _decide(entry, key: str, op: str, lhs, rhs) -> Decision:
     graph = entry.ugraph
     sig = _stats_signature(lhs, rhs, _name(graph.idtype))
     found = patterns.lookup(key)
     if isinstance(found, str):
-        return _Decision(record(key, sig, DGL, found))
+        return Decision(record(key, sig, DGL, found))
     reason = _why_not(entry, found, lhs, rhs)
     shapes = None
     if reason is None:
@@ -309,21 +178,21 @@ def _decide(entry, key: str, op: str, lhs, rhs) -> _Decision:
     config = "cpu"
     if graph.device.type == "cuda":
         try:
-            probe = _op_info(found, lhs.unsqueeze(-1) if expand_lhs else lhs, rhs.unsqueeze(-1) if expand_rhs else rhs)
+            probe = make_op_info(found, lhs.unsqueeze(-1) if expand_lhs else lhs, rhs.unsqueeze(-1) if expand_rhs else rhs)
             choice = choose_for(graph, probe, measure_on_gpu)
         except (TypeError, ValueError) as exc:  # no compiled strategy fits, or a bad DGL_UGRAPH_STRATEGY
-            return _Decision(record(key, sig, DGL, str(exc)))
+            return Decision(record(key, sig, DGL, str(exc)))
         config = str(choice.parallel_info)
     rec = record(key, sig, UGRAPHER, config, op_info)
-    return _Decision(rec, found, choice, out_shape, expand_lhs, expand_rhs, squeeze_out, (key, sig))
+    return Decision(rec, found, choice, out_shape, expand_lhs, expand_rhs, squeeze_out, (key, sig))
 
 
-def _op_info(pattern, lhs, rhs) -> OpInfo:
+def make_op_info(pattern, lhs, rhs) -> OpInfo:
     return OpInfo(pattern.edge_op, pattern.gather_op, lhs if pattern.A_type != "null" else None, pattern.A_type,
                   rhs if pattern.B_type != "null" else None, pattern.B_type, pattern.C_type)
 
 
-def _after_failure(entry, sig_key, decision: _Decision, exc: Exception) -> _Decision:
+def after_failure(entry, sig_key, decision: Decision, exc: Exception) -> Decision:
     """Our kernel raised on a call it accepted: this signature runs on DGL from now on."""
     reason = f"the dgl_ugraph kernel raised {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
     key, sig = decision.failure_key
@@ -335,57 +204,13 @@ def _after_failure(entry, sig_key, decision: _Decision, exc: Exception) -> _Deci
         _warn_once(("kernel", type(exc).__name__),
                    f"dgl_ugraph: {key} {sig}: {reason}; DGL's own kernels run it from now on (further "
                    f"{type(exc).__name__} failures go to dgl_ugraph.stats() without a warning)")
-    fallback = _Decision(record(key, sig, DGL, _failed[decision.failure_key]))
+    fallback = Decision(record(key, sig, DGL, _failed[decision.failure_key]))
     entry.decisions[sig_key] = fallback
     return fallback
 
 
 def _graph_fallback(key: str, reason: str, lhs, rhs, gidx):
     record(key, _stats_signature(lhs, rhs, gidx.dtype), DGL, reason).calls += 1
-
-
-# ---- the replacements ---------------------------------------------------------------------------
-
-
-def _planned(d: _Decision, graph, lhs, rhs):
-    """The decision's kernel call: planned by its first call, each later one reusing the plan."""
-    if d.plan is None:
-        d.plan = Plan(graph, _op_info(d.pattern, lhs, rhs), d.choice.parallel_info if d.choice else None)
-    return d.plan.run(lhs if d.pattern.A_type != "null" else None, rhs if d.pattern.B_type != "null" else None)
-
-
-def _run_spmm(d: _Decision, entry, lhs, rhs):
-    if d.expand_lhs:
-        lhs = lhs.unsqueeze(-1)
-    if d.expand_rhs:
-        rhs = rhs.unsqueeze(-1)
-    graph = entry.ugraph
-    p = d.pattern
-    if graph.num_edges == 0:
-        # DGL skips its kernel on a graph without edges and returns the zeros it allocated.
-        x = lhs if p.A_type != "null" else rhs
-        out = torch.zeros((graph.num_dst,) + d.out_shape, dtype=x.dtype, device=x.device)
-        cmp = p.gather_op in ("max", "min")
-        arg_a = torch.zeros(out.shape, dtype=graph.idtype, device=x.device) if cmp and p.A_type != "null" else None
-        arg_b = torch.zeros(out.shape, dtype=graph.idtype, device=x.device) if cmp and p.B_type != "null" else None
-    else:
-        out, arg_a, arg_b = _planned(d, graph, lhs, rhs)
-    if d.squeeze_out:
-        out = out.squeeze(-1)
-    if d.expand_lhs and arg_a is not None:
-        arg_a = arg_a.squeeze(-1)
-    if d.expand_rhs and arg_b is not None:
-        arg_b = arg_b.squeeze(-1)
-    return out, (arg_a, arg_b)
-
-
-def _run_sddmm(d: _Decision, entry, lhs, rhs):
-    if d.expand_lhs:
-        lhs = lhs.unsqueeze(-1)
-    if d.expand_rhs:
-        rhs = rhs.unsqueeze(-1)
-    out = _planned(d, entry.ugraph, lhs, rhs)[0]
-    return out.squeeze(-1) if d.squeeze_out else out
 
 
 def _pattern_key(sig_key) -> str:
@@ -407,7 +232,7 @@ def _integer_features(lhs, rhs) -> Optional[str]:
     return None
 
 
-def _decision_for(gidx, sig_key, op, lhs, rhs):
+def decision_for(gidx, sig_key, op, lhs, rhs):
     """(graph entry, decision), or (None, None) once it is recorded why DGL runs the call."""
     reason = _integer_features(lhs, rhs)
     if reason is not None:
@@ -433,65 +258,6 @@ def _decision_for(gidx, sig_key, op, lhs, rhs):
         return None, None
 
 
-def _route(gidx, sig_key, op, lhs, rhs, run, native):
-    """Runs a recognized call on dgl_ugraph with `run`, anything else (and a call whose kernel
-    raised) on DGL with `native`, counting it where it ran."""
-    entry, d = _decision_for(gidx, sig_key, op, lhs, rhs)
-    if d is not None and d.pattern is not None:
-        try:
-            result = run(d, entry, lhs, rhs)
-        except Exception as exc:  # never the reason a run breaks: DGL computes it instead
-            d = _after_failure(entry, sig_key, d, exc)
-        else:
-            d.record.calls += 1
-            return result
-    if d is not None:
-        d.record.calls += 1
-        if d.error is not None:
-            from dgl import DGLError
-            raise DGLError(d.error)
-    return native()
-
-
-def _spmm(gidx, op, reduce_op, u, e, native):
-    lhs = u if op != "copy_rhs" else None
-    rhs = e if op != "copy_lhs" else None
-    sig_key = ("gspmm", op, reduce_op, None, _meta(lhs), _meta(rhs))
-    return _route(gidx, sig_key, op, lhs, rhs, _run_spmm, native)
-
-
-def _sddmm(gidx, op, lhs, rhs, lhs_target, rhs_target, native):
-    used_lhs = lhs if op != "copy_rhs" else None
-    used_rhs = rhs if op != "copy_lhs" else None
-    sig_key = ("gsddmm", op, lhs_target, rhs_target, _meta(used_lhs), _meta(used_rhs))
-    return _route(gidx, sig_key, op, used_lhs, used_rhs, _run_sddmm, native)
-
-
-def _gspmm(gidx, op, reduce_op, u, e):
-    return _spmm(gidx, op, reduce_op, u, e, lambda: _dgl["_gspmm"](gidx, op, reduce_op, u, e))
-
-
-def _gsddmm(gidx, op, lhs, rhs, lhs_target="u", rhs_target="v"):
-    return _sddmm(gidx, op, lhs, rhs, lhs_target, rhs_target,
-                  lambda: _dgl["_gsddmm"](gidx, op, lhs, rhs, lhs_target, rhs_target))
-
-
-def _hetero_reason(key: str, gidx) -> str:
-    return f"{patterns.lookup(key)} ({gidx.number_of_etypes()} edge types)"
-
-
-def _gspmm_hetero(gidx, op, reduce_op, u_len, u_and_e_tuple):
-    key = patterns.hetero_key("gspmm_hetero", op, reduce_op)
-    record(key, ("-", None, None, "-", gidx.dtype), DGL, _hetero_reason(key, gidx)).calls += 1
-    return _dgl["_gspmm_hetero"](gidx, op, reduce_op, u_len, u_and_e_tuple)
-
-
-def _gsddmm_hetero(gidx, op, lhs_len, lhs_target="u", rhs_target="v", lhs_and_rhs_tuple=None):
-    key = patterns.hetero_key("gsddmm_hetero", op)
-    record(key, ("-", None, None, "-", gidx.dtype), DGL, _hetero_reason(key, gidx)).calls += 1
-    return _dgl["_gsddmm_hetero"](gidx, op, lhs_len, lhs_target, rhs_target, lhs_and_rhs_tuple)
-
-
 # ---- edge softmax on CPU -------------------------------------------------------------------------
 # DGL's CPU EdgeSoftmax runs fused kernels of its own, which loop over the elements of an edge
 # row outermost and gather every edge once per element. dgl_ugraph runs its own fused kernel
@@ -500,11 +266,13 @@ def _gsddmm_hetero(gidx, op, lhs_len, lhs_target="u", rhs_target="v", lhs_and_rh
 # unsupported dtype or graph, or a kernel that failed) runs on DGL's fused kernel, whole.
 
 # The operands _why_not checks: the forward reads one edge tensor, the backward two.
+
+
 _SOFTMAX_OPERANDS = {"edge_softmax_forward": patterns.Pattern("edge_softmax_forward", "-", "-", "edge", "null", "edge"),
                      "edge_softmax_backward": patterns.Pattern("edge_softmax_backward", "-", "-", "edge", "edge", "edge")}
 
 
-def _decide_softmax(entry, key: str, x, y) -> _Decision:
+def _decide_softmax(entry, key: str, x, y) -> Decision:
     graph = entry.ugraph
     sig = _stats_signature(x, y, _name(graph.idtype))
     reason = _why_not(entry, _SOFTMAX_OPERANDS[key], x, y)
@@ -516,25 +284,4 @@ def _decide_softmax(entry, key: str, x, y) -> _Decision:
     if refused is not None:
         return refused
     rec = record(key, sig, UGRAPHER, "cpu", "fused edge softmax over each destination's in-edges")
-    return _Decision(rec, _SOFTMAX_OPERANDS[key], failure_key=(key, sig))
-
-
-def _run_softmax(d: _Decision, entry, x, y):
-    return edge_softmax(entry.ugraph, x, y)
-
-
-def _edge_softmax_forward(gidx, e, op):
-    native = lambda: _dgl["_edge_softmax_forward"](gidx, e, op)  # noqa: E731
-    if op != "copy_rhs":  # the only op DGL's EdgeSoftmax passes; anything else is DGL's to judge
-        return native()
-    return _route(gidx, ("edge_softmax", "edge_softmax_forward", _meta(e)), op, e, None, _run_softmax, native)
-
-
-def _edge_softmax_backward(gidx, out, sds):
-    return _route(gidx, ("edge_softmax", "edge_softmax_backward", _meta(out), _meta(sds)), None, out, sds,
-                  _run_softmax, lambda: _dgl["_edge_softmax_backward"](gidx, out, sds))
-
-
-_REPLACEMENTS = {"_gspmm": _gspmm, "_gsddmm": _gsddmm, "_gspmm_hetero": _gspmm_hetero,
-                 "_gsddmm_hetero": _gsddmm_hetero, "_edge_softmax_forward": _edge_softmax_forward,
-                 "_edge_softmax_backward": _edge_softmax_backward}
+    return Decision(rec, _SOFTMAX_OPERANDS[key], failure_key=(key, sig))
