@@ -28,7 +28,7 @@ import torch
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from dgl_ugraph import graph_suite as gs  # noqa: E402
+from dgl_ugraph.tuning import graph_suite as gs  # noqa: E402
 from dgl_ugraph.core import _ext, ops  # noqa: E402
 from dgl_ugraph.core.abstraction import STRATEGIES, OpInfo, ParallelInfo  # noqa: E402
 from dgl_ugraph.core.capability import why_not  # noqa: E402

@@ -68,7 +68,7 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.append(str(ROOT))  # after PYTHONPATH: a snapshot of the package there wins
 
-from dgl_ugraph import graph_suite as gs  # noqa: E402
+from dgl_ugraph.tuning import graph_suite as gs  # noqa: E402
 
 MODELS = ("GCN", "GAT", "GIN", "SAGE-mean", "SAGE-gcn", "SAGE-pool")
 MODES = ("inference", "training")

@@ -32,7 +32,7 @@ from dgl.backend.pytorch import sparse  # noqa: E402
 
 import dgl_ugraph  # noqa: E402
 from dgl_ugraph.dgl import interception  # noqa: E402
-from dgl_ugraph.graph_suite import datasets_dir  # noqa: E402
+from dgl_ugraph.tuning.graph_suite import datasets_dir  # noqa: E402
 
 
 def load(name: str):
