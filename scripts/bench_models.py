@@ -268,7 +268,7 @@ def _call(impl, fn):
         with dgl_ugraph.disabled():
             return fn()
     if impl == SPARSE_FREE:
-        with dgl_ugraph.disabled(), fn.sparse_free.replaying():
+        with fn.sparse_free.replaying():
             return fn()
     dgl_ugraph.enable()
     return fn()
@@ -291,24 +291,11 @@ class SparseFree:
         self.fn, self.results = fn, []
 
     def _patched(self, make):
-        import contextlib
-        from dgl.backend.pytorch import sparse
+        from dgl_ugraph.dgl import interception
 
-        @contextlib.contextmanager
-        def ctx():
-            saved = {n: getattr(sparse, n) for n in self.NAMES if hasattr(sparse, n)}
-            try:
-                for n in saved:
-                    setattr(sparse, n, make(saved[n]))
-                yield
-            finally:
-                for n, f in saved.items():
-                    setattr(sparse, n, f)
-        return ctx()
+        return interception.replaced(make, self.NAMES)
 
     def record(self):
-        import dgl_ugraph
-
         def make(original):
             def wrapper(*args, **kwargs):
                 out = original(*args, **kwargs)
@@ -316,7 +303,7 @@ class SparseFree:
                 return out
             return wrapper
         self.results = []
-        with dgl_ugraph.disabled(), self._patched(make):
+        with self._patched(make):
             self.fn()
 
     def replaying(self):
@@ -969,17 +956,18 @@ class UGraphSparse(TorchSparse):
         return found
 
     def _run(self, pattern, lhs, rhs):
-        from dgl_ugraph import OpInfo, ugrapher
+        from dgl_ugraph import ugrapher
+        from dgl_ugraph.dgl.recognition import make_op_info
 
+        # DGL's 1-D operands and output, as recognition's _shapes reads them (no DGL graph here:
+        # the replay runs on a UGraph, so the DGL layer's routing itself cannot serve).
         use_l, use_r = pattern.A_type != "null", pattern.B_type != "null"
         squeeze = (not use_l or lhs.dim() == 1) and (not use_r or rhs.dim() == 1)
         if use_l and lhs.dim() == 1:
             lhs = lhs.unsqueeze(-1)
         if use_r and rhs.dim() == 1:
             rhs = rhs.unsqueeze(-1)
-        op = OpInfo(pattern.edge_op, pattern.gather_op, lhs if use_l else None, pattern.A_type,
-                    rhs if use_r else None, pattern.B_type, pattern.C_type)
-        out, arg_a, arg_b = ugrapher(self.g.ugraph, op)
+        out, arg_a, arg_b = ugrapher(self.g.ugraph, make_op_info(pattern, lhs, rhs))
         return (out.squeeze(-1) if squeeze else out), arg_a, arg_b
 
     def gspmm(self, op, reduce_op, u, e):

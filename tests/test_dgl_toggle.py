@@ -63,6 +63,28 @@ def test_disabled_context_restores_on_error(restore_state):
     assert dgl_ugraph.is_enabled()
 
 
+def test_replaced_wraps_dgls_own_functions_then_restores(restore_state):
+    """The benchmarks' hook: DGL's own functions wrapped for the block (routing off), then the
+    state before, even after an error."""
+    dgl_ugraph.enable()
+    seen = []
+
+    def make(own):
+        def wrapper(*args, **kwargs):
+            seen.append(own)
+            return own(*args, **kwargs)
+        return wrapper
+    g = dgl.graph(([0, 1], [1, 2]))
+    with interception.replaced(make, ("_gspmm",)):
+        assert not dgl_ugraph.is_enabled() and sparse._gsddmm is dgl_own("_gsddmm")
+        dgl.ops.copy_u_sum(g, torch.ones(3, 2))
+    assert seen == [dgl_own("_gspmm")] and sparse._gspmm is interception._gspmm and dgl_ugraph.is_enabled()
+    with pytest.raises(KeyError):
+        with interception.replaced(make):
+            raise KeyError("inside")
+    assert dgl_functions() == {name: interception._REPLACEMENTS[name] for name in dgl_functions()}
+
+
 def dgl_functions():
     """Every function of DGL's that enable() may replace, as this DGL has them now."""
     return {name: getattr(sparse, name) for name in interception._SIGNATURES if hasattr(sparse, name)}
