@@ -88,7 +88,7 @@ def decision_times_us(model, cases, reps: int = 20):
 
 
 def cached_lookup_us(cases) -> float:
-    """The cached path is a dict lookup keyed by the call's signature (integration.py keeps one
+    """The cached path is a dict lookup keyed by the call's signature (the DGL layer, dgl/recognition.py, keeps one
     dict per graph): time such a lookup."""
     table = {}
     keys = []
