@@ -13,7 +13,9 @@ env:
 run: env
 	$(PY) -m dgl_ugraph demo
 
+# The layer contracts of pyproject.toml ([tool.importlinter]) first, on the checkout's package.
 test: env
+	PYTHONPATH=. .venv/bin/lint-imports
 	$(PY) -m pytest -q tests
 
 env-dgl11:

@@ -24,9 +24,8 @@ import torch
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from dgl_ugraph import predictor  # noqa: E402
-from dgl_ugraph.abstraction import STRATEGIES  # noqa: E402
-from dgl_ugraph.select import Signature  # noqa: E402
+from dgl_ugraph.core.abstraction import STRATEGIES, Signature  # noqa: E402
+from dgl_ugraph.selection import predictor  # noqa: E402
 
 DEV = predictor.DeviceInfo("NVIDIA H100 80GB HBM3", 132, 50 * 2 ** 20, 9, 0)
 SIGS = {

@@ -17,6 +17,12 @@ import runpy
 import sys
 import time
 
+from dgl_ugraph import settings
+from dgl_ugraph.core import _ext
+from dgl_ugraph.dgl import interception
+from dgl_ugraph.dgl import patterns
+from dgl_ugraph.dgl.stats import report, reset_stats, stats
+
 USAGE = __doc__.split("\n\n")[1]
 
 
@@ -40,9 +46,6 @@ def run_script(argv):
 def info():
     import torch
 
-    from . import _ext, patterns, settings
-    from .integration import SUPPORTED_DGL, TESTED, is_enabled
-
     here = os.path.dirname(os.path.abspath(__file__))
     try:
         from importlib.metadata import version
@@ -64,14 +67,14 @@ def info():
     gpu = f"{torch.cuda.get_device_name(0)} (capability {'.'.join(map(str, torch.cuda.get_device_capability(0)))})" \
         if cuda else "none"
     print(f"torch {torch.__version__} (built with CUDA {torch.version.cuda}); GPU seen: {gpu}")
-    low, high = SUPPORTED_DGL
+    low, high = interception.SUPPORTED_DGL
     try:
         import dgl
         print(f"DGL {dgl.__version__} (dgl_ugraph supports {low[0]}.{low[1]} to {high[0]}.{high[1]}); "
-              f"interception {'on' if is_enabled() else 'off'} (DGL_UGRAPH={settings.on_import_text()})")
+              f"interception {'on' if interception.is_enabled() else 'off'} (DGL_UGRAPH={settings.on_import_text()})")
     except ImportError:
         print("DGL: not installed (the kernel API dgl_ugraph.ugrapher still works)")
-    print("tested on CPU with: " + ", ".join(f"DGL {d} + torch {t}" for d, t in TESTED))
+    print("tested on CPU with: " + ", ".join(f"DGL {d} + torch {t}" for d, t in interception.TESTED))
     table = patterns.table()
     print(f"switching table: {patterns.table_path()} ({len(table['mapped'])} mapped kernel patterns, "
           f"{len(table['unsupported'])} unsupported, {len(table['builtins'])} DGL builtins described)")
@@ -164,10 +167,8 @@ def _interleaved(model, g, x, steps, warmup, sync):
     each after the other (the side that goes first alternates), after `warmup` untimed steps per
     side that build every cache (graph formats, our CSC and reverse graph, decisions, DGL's own).
     Returns the first step's results of each side and both lists of seconds."""
-    from . import integration
-
     def one(on):
-        ctx = contextlib.nullcontext() if on else integration.disabled()
+        ctx = contextlib.nullcontext() if on else interception.disabled()
         with ctx:
             sync()
             start = time.perf_counter()
@@ -197,10 +198,8 @@ def pick_device(name: str):
         return torch.device("cpu"), "auto: torch sees no GPU"
     import dgl
 
-    from . import integration
-
     try:
-        with integration.disabled():
+        with interception.disabled():
             g = dgl.graph(([0], [0])).to("cuda")
             dgl.ops.copy_u_sum(g, torch.ones(1, 1, device="cuda"))
     except Exception as exc:  # a CPU build of DGL raises on the first CUDA graph
@@ -228,10 +227,8 @@ def demo(argv):
         sys.exit("the demo needs DGL (pip install dgl); the kernel API works without it")
     import torch
 
-    from . import integration, report, reset_stats, stats
-
-    if not integration.is_enabled():
-        integration.enable()
+    if not interception.is_enabled():
+        interception.enable()
     device, why = pick_device(args.device)
     cuda = device.type == "cuda"
     sync = (lambda: torch.cuda.synchronize(device)) if cuda else (lambda: None)
@@ -293,9 +290,11 @@ def main(argv=None):
     elif argv[0] == "demo":
         demo(argv[1:])
     elif argv[0] == "tune":
-        from . import tune
+        # Imported only here: the offline tooling (numpy graph generation, tqdm, lightgbm at
+        # training) is no cost of running a script with the plugin.
+        from dgl_ugraph.tuning import run
 
-        sys.exit(tune.main(argv[1:]))
+        sys.exit(run.main(argv[1:]))
     else:
         run_script(argv)
 

@@ -33,7 +33,7 @@ import torch  # noqa: E402
 from dgl.backend.pytorch import sparse as dgl_sparse  # noqa: E402
 
 from dgl_ugraph import OpInfo, UGraph  # noqa: E402
-from dgl_ugraph.ops import prepare  # noqa: E402
+from dgl_ugraph.core.ops import prepare  # noqa: E402
 
 
 def device_name(threads: int) -> str:

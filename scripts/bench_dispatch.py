@@ -5,10 +5,10 @@ For each operator, interleaved round by round in one run:
   dgl     - DGL's own function (the plugin off): DGL's kernel and its Python around it;
   ugraph  - the plugin's replacement: recognition, the graph cache, selection, allocation and our
             kernel;
-  kernel  - our kernel alone, its call packed once (ops.Prepared.run): what any path must pay.
+  kernel  - our kernel alone, its call packed once (Prepared.run): what any path must pay.
 dispatch = ugraph - kernel is what the plugin adds per call for a graph object DGL has passed
 before. With --device cuda (DGL built for CUDA), also:
-  ugrapher     - ops.ugrapher, the narrow kernel API, called afresh each time;
+  ugrapher     - dgl_ugraph.ugrapher, the narrow kernel API, called afresh each time;
   cusparse     - torch.sparse.mm on a CSR tensor built once (the sums);
   empty_launch - one torch kernel launch on a one-element tensor: the floor of any GPU call.
 A round's calls end with a device synchronization, inside the time. Medians (and quartiles) of
@@ -35,9 +35,10 @@ import dgl  # noqa: E402
 from dgl.backend.pytorch import sparse  # noqa: E402
 
 import dgl_ugraph  # noqa: E402
-from dgl_ugraph import integration, ops  # noqa: E402
-from dgl_ugraph.abstraction import OpInfo  # noqa: E402
-from dgl_ugraph.cache import entry_for  # noqa: E402
+from dgl_ugraph.dgl import interception  # noqa: E402
+from dgl_ugraph.core.abstraction import OpInfo  # noqa: E402
+from dgl_ugraph.selection import policy  # noqa: E402
+from dgl_ugraph.dgl.cache import entry_for  # noqa: E402
 
 COLUMNS = ["machine", "torch", "dgl", "threads", "op", "F", "impl", "us_median", "us_p25", "us_p75"]
 
@@ -101,17 +102,17 @@ def main():
     g.create_formats_()
     gidx = g._graph
     dgl_ugraph.enable()
-    own = dict(integration._dgl)  # DGL's functions, as enable() captured them
+    own = dict(interception._dgl)  # DGL's functions, as enable() captured them
     ours = {"_gspmm": sparse._gspmm, "_gsddmm": sparse._gsddmm}
     assert ours["_gspmm"] is not own["_gspmm"], "the plugin is not routing DGL's calls"
     ugraph = entry_for(gidx).ugraph
     rows = []
     for f in (int(w) for w in args.widths.split(",")):
         for name, (call, op) in operators(g, f, gen).items():
-            prepared = ops.prepare(ugraph, op)
+            prepared = policy.prepare(ugraph, op)
             impls = {"dgl": lambda: call(own, gidx), "ugraph": lambda: call(ours, gidx), "kernel": prepared.run}
             if cuda:
-                impls["ugrapher"] = lambda: ops.ugrapher(ugraph, op)
+                impls["ugrapher"] = lambda: policy.ugrapher(ugraph, op)
                 impls.update(gpu_baselines(g, name, op))
             for fn in impls.values():  # warm-up: the decision, the graph cache, allocator pools
                 per_call_us(fn, 20, sync)

@@ -28,12 +28,12 @@ import torch
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from dgl_ugraph import graph_suite as gs  # noqa: E402
-from dgl_ugraph import ops  # noqa: E402
-from dgl_ugraph.abstraction import STRATEGIES, OpInfo, ParallelInfo  # noqa: E402
-from dgl_ugraph.graph import UGraph  # noqa: E402
-from dgl_ugraph.select import why_not  # noqa: E402
-from dgl_ugraph import _ext  # noqa: E402
+from dgl_ugraph.tuning import graph_suite as gs  # noqa: E402
+from dgl_ugraph.core import _ext, ops  # noqa: E402
+from dgl_ugraph.core.abstraction import STRATEGIES, OpInfo, ParallelInfo  # noqa: E402
+from dgl_ugraph.core.capability import why_not  # noqa: E402
+from dgl_ugraph.core.graph import UGraph  # noqa: E402
+from dgl_ugraph.selection import policy  # noqa: E402
 
 # name -> (edge_op, gather, (A type, A shape(F)), (B type, B shape(F)))
 OPERATORS = {
@@ -196,7 +196,7 @@ def bench_case(graph, gname, name, f, dtype, gen, grid, args, device, copy_gbps)
     """(rows, search rows) of one (graph, operator, F, dtype) case."""
     st = graph.stats
     op = make_inputs(name, graph, f, dtype, gen)
-    c = ops.ugrapher(graph, op)[0]
+    c = policy.ugrapher(graph, op)[0]
     bc, bn = byte_counts(op, graph, c)
     del c
     base = dict(device=device, graph=gname, V=graph.num_dst, E=graph.num_edges, std_deg=round(st.std, 3), op=name,
@@ -213,7 +213,7 @@ def bench_case(graph, gname, name, f, dtype, gen, grid, args, device, copy_gbps)
             case.append(dict(base, impl=f"ugraph_{strategy}", config=f"{s}:{g}:{t}", ms=round(ms, 5)))
     s, g, t, ms = min(found, key=lambda r: r[3])
     case.append(dict(base, impl="ugraph_best", config=f"{s}:{g}:{t}", ms=round(ms, 5)))
-    chosen = ops.choose(graph, ops.signature(graph, op)[0])
+    chosen = policy.choose(graph, ops.signature(graph, op)[0])
     case.append(dict(base, impl="ugraph", config=str(chosen), ms=round(time_ms(ops.prepare(graph, op, chosen).run, 15), 5)))
     for impl, fn in baselines(name, op, graph).items():
         try:

@@ -32,7 +32,7 @@ scripts/gpu_check.sh, stage `dgl`):
 
 GPU replay mode (`--gpu`, on the device machine; needs no DGL): replays the operator sequences recorded
 in bench/traces/ (the exact gspmm/gsddmm calls, dense ops, activations and edge_softmax DGL issues
-for each model, recorded from the CPU DGL run) through our kernels (`dgl_ugraph.ops.ugrapher`,
+for each model, recorded from the CPU DGL run) through our kernels (`dgl_ugraph.ugrapher`,
 impl `ugraph_replay`), through cuSPARSE/torch paths in place of ours (`torch_replay`), and
 compares both with PyG 2.8's GCNConv/GATConv/GINConv/SAGEConv models of the same sizes (`pyg`).
 Inference only (the trace records the forward pass).
@@ -68,7 +68,7 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.append(str(ROOT))  # after PYTHONPATH: a snapshot of the package there wins
 
-from dgl_ugraph import graph_suite as gs  # noqa: E402
+from dgl_ugraph.tuning import graph_suite as gs  # noqa: E402
 
 MODELS = ("GCN", "GAT", "GIN", "SAGE-mean", "SAGE-gcn", "SAGE-pool")
 MODES = ("inference", "training")
@@ -268,7 +268,7 @@ def _call(impl, fn):
         with dgl_ugraph.disabled():
             return fn()
     if impl == SPARSE_FREE:
-        with dgl_ugraph.disabled(), fn.sparse_free.replaying():
+        with fn.sparse_free.replaying():
             return fn()
     dgl_ugraph.enable()
     return fn()
@@ -291,24 +291,11 @@ class SparseFree:
         self.fn, self.results = fn, []
 
     def _patched(self, make):
-        import contextlib
-        from dgl.backend.pytorch import sparse
+        from dgl_ugraph.dgl import interception
 
-        @contextlib.contextmanager
-        def ctx():
-            saved = {n: getattr(sparse, n) for n in self.NAMES if hasattr(sparse, n)}
-            try:
-                for n in saved:
-                    setattr(sparse, n, make(saved[n]))
-                yield
-            finally:
-                for n, f in saved.items():
-                    setattr(sparse, n, f)
-        return ctx()
+        return interception.replaced(make, self.NAMES)
 
     def record(self):
-        import dgl_ugraph
-
         def make(original):
             def wrapper(*args, **kwargs):
                 out = original(*args, **kwargs)
@@ -316,7 +303,7 @@ class SparseFree:
                 return out
             return wrapper
         self.results = []
-        with dgl_ugraph.disabled(), self._patched(make):
+        with self._patched(make):
             self.fn()
 
     def replaying(self):
@@ -810,7 +797,7 @@ class ReplayGraph:
             dst = torch.cat([dst[keep], loops])
         elif prepare not in (None, ""):
             raise TraceError(f"unknown graph preparation {prepare!r}")
-        from dgl_ugraph.graph import UGraph
+        from dgl_ugraph.core.graph import UGraph
 
         self.device = torch.device(device)
         self.n = n
@@ -955,13 +942,13 @@ def _edge_softmax(sp, score, norm_by):
 
 
 class UGraphSparse(TorchSparse):
-    """gspmm/gsddmm through our kernels (`dgl_ugraph.ops.ugrapher`), mapped by the switching
+    """gspmm/gsddmm through our kernels (`dgl_ugraph.ugrapher`), mapped by the switching
     table exactly as the DGL integration maps them."""
 
     name = "ugraph"
 
     def _pattern(self, key):
-        from dgl_ugraph import patterns
+        from dgl_ugraph.dgl import patterns
 
         found = patterns.lookup(key)
         if isinstance(found, str):
@@ -969,28 +956,28 @@ class UGraphSparse(TorchSparse):
         return found
 
     def _run(self, pattern, lhs, rhs):
-        from dgl_ugraph.abstraction import OpInfo
-        from dgl_ugraph.ops import ugrapher
+        from dgl_ugraph import ugrapher
+        from dgl_ugraph.dgl.recognition import make_op_info
 
+        # DGL's 1-D operands and output, as recognition's _shapes reads them (no DGL graph here:
+        # the replay runs on a UGraph, so the DGL layer's routing itself cannot serve).
         use_l, use_r = pattern.A_type != "null", pattern.B_type != "null"
         squeeze = (not use_l or lhs.dim() == 1) and (not use_r or rhs.dim() == 1)
         if use_l and lhs.dim() == 1:
             lhs = lhs.unsqueeze(-1)
         if use_r and rhs.dim() == 1:
             rhs = rhs.unsqueeze(-1)
-        op = OpInfo(pattern.edge_op, pattern.gather_op, lhs if use_l else None, pattern.A_type,
-                    rhs if use_r else None, pattern.B_type, pattern.C_type)
-        out, arg_a, arg_b = ugrapher(self.g.ugraph, op)
+        out, arg_a, arg_b = ugrapher(self.g.ugraph, make_op_info(pattern, lhs, rhs))
         return (out.squeeze(-1) if squeeze else out), arg_a, arg_b
 
     def gspmm(self, op, reduce_op, u, e):
-        from dgl_ugraph import patterns
+        from dgl_ugraph.dgl import patterns
 
         out, arg_a, arg_b = self._run(self._pattern(patterns.spmm_key(op, reduce_op)), u, e)
         return out, (arg_a, arg_b)
 
     def gsddmm(self, op, lhs, rhs, lhs_target, rhs_target):
-        from dgl_ugraph import patterns
+        from dgl_ugraph.dgl import patterns
 
         return self._run(self._pattern(patterns.sddmm_key(op, lhs_target, rhs_target)), lhs, rhs)[0]
 

@@ -31,8 +31,8 @@ import torch  # noqa: E402
 from dgl.backend.pytorch import sparse  # noqa: E402
 
 import dgl_ugraph  # noqa: E402
-from dgl_ugraph import integration  # noqa: E402
-from dgl_ugraph.graph_suite import datasets_dir  # noqa: E402
+from dgl_ugraph.dgl import interception  # noqa: E402
+from dgl_ugraph.tuning.graph_suite import datasets_dir  # noqa: E402
 
 
 def load(name: str):
@@ -76,7 +76,7 @@ def main(argv=None):
         return 0
     dgl_ugraph.enable()
     gidx = g._graph
-    native_fwd, native_bwd = integration._dgl["_edge_softmax_forward"], integration._dgl["_edge_softmax_backward"]
+    native_fwd, native_bwd = interception._dgl["_edge_softmax_forward"], interception._dgl["_edge_softmax_backward"]
     rows = []
     print(f"{args.graph}: {g.num_nodes()} nodes, {g.num_edges()} edges with self-loops; float32; "
           f"{torch.get_num_threads()} threads; {args.repeat} rounds; ms: median [q1-q3]")
@@ -89,10 +89,10 @@ def main(argv=None):
         sds = out * torch.randn(out.shape, generator=gen)
         impls = {
             "forward": {"dgl": lambda: native_fwd(gidx, score, "copy_rhs"),
-                        "ugraph": lambda: integration._edge_softmax_forward(gidx, score, "copy_rhs"),
+                        "ugraph": lambda: interception._edge_softmax_forward(gidx, score, "copy_rhs"),
                         "chain": lambda: chain_forward(gidx, score)},
             "backward": {"dgl": lambda: native_bwd(gidx, out, sds),
-                         "ugraph": lambda: integration._edge_softmax_backward(gidx, out, sds),
+                         "ugraph": lambda: interception._edge_softmax_backward(gidx, out, sds),
                          "chain": lambda: chain_backward(gidx, out, sds)},
         }
         for direction, fns in impls.items():

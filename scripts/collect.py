@@ -5,8 +5,8 @@
 Suite: graph_suite.synthetic_grid() + the uGrapher Table 3 stand-ins + graph_suite.LARGE (each
 up to --max-edges) + the real graphs of ../shared/datasets. Held out, by a fixed rule written into
 every case row and the meta file: all real datasets, and every synthetic graph whose
-sha256("holdout:" + name) is 0 mod 5. Calls: tune.DGL_CALLS (GCN, GIN, SAGE, GAT, forward and
-backward, as DGL issues them) at F in tune.WIDTHS; fp32 on every graph, plus fp16, bf16 or int64
+sha256("holdout:" + name) is 0 mod 5. Calls: calls.DGL_CALLS (GCN, GIN, SAGE, GAT, forward and
+backward, as DGL issues them) at F in calls.WIDTHS; fp32 on every graph, plus fp16, bf16 or int64
 indices on a quarter of the graphs each (same hash rule). Every case times the full grid
 (predictor.config_space); 1 in 16 cases is an audit case (no cut, and the tiling past the limit
 timed too), whose results the meta file summarises as the evidence for both prunings.
@@ -28,9 +28,11 @@ import time
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from dgl_ugraph import graph_suite as gs  # noqa: E402
-from dgl_ugraph import tune  # noqa: E402
-from dgl_ugraph.autotune import TimingPolicy  # noqa: E402
+from dgl_ugraph.tuning import graph_suite as gs  # noqa: E402
+from dgl_ugraph.core import _ext  # noqa: E402
+from dgl_ugraph.core.timing import TimingPolicy  # noqa: E402
+from dgl_ugraph.selection import predictor  # noqa: E402
+from dgl_ugraph.tuning import calls, collect, run  # noqa: E402
 
 HOLDOUT_RULE = ("all real datasets (../shared/datasets); every other graph whose "
                 "int(sha256('holdout:' + name)[:12], 16) % 5 == 0")
@@ -42,12 +44,12 @@ ORDER_SEED = 20230325
 def split_of(name: str, family: str) -> str:
     if family == "dataset":
         return "holdout"
-    return "holdout" if tune.stable_hash("holdout:" + name) % 5 == 0 else "train"
+    return "holdout" if calls.stable_hash("holdout:" + name) % 5 == 0 else "train"
 
 
 def variants_of(name: str):
     extra = {0: [("float16", "int32")], 1: [("bfloat16", "int32")], 2: [("float32", "int64")], 3: []}
-    return tuple([("float32", "int32")] + extra[tune.stable_hash("variant:" + name) % 4])
+    return tuple([("float32", "int32")] + extra[calls.stable_hash("variant:" + name) % 4])
 
 
 def suite(max_edges: int, datasets: bool = True, scale: float = 1.0):
@@ -59,7 +61,7 @@ def suite(max_edges: int, datasets: bool = True, scale: float = 1.0):
     sources = []
     for spec, family in specs:
         spec = gs.scaled(spec, scale) if scale != 1.0 else spec
-        sources.append(tune.GraphSource(spec.name, family, split_of(spec.name, family), spec.num_edges, spec=spec,
+        sources.append(calls.GraphSource(spec.name, family, split_of(spec.name, family), spec.num_edges, spec=spec,
                                         variants=variants_of(spec.name)))
     root = gs.datasets_dir() if datasets else None
     if root is not None:
@@ -68,7 +70,7 @@ def suite(max_edges: int, datasets: bool = True, scale: float = 1.0):
             with np.load(path) as z:
                 edges = int(z["src"].shape[0])
             name = "ds-" + path.stem
-            sources.append(tune.GraphSource(name, "dataset", "holdout", edges, path=str(path), variants=variants_of(name)))
+            sources.append(calls.GraphSource(name, "dataset", "holdout", edges, path=str(path), variants=variants_of(name)))
     rng = random.Random(ORDER_SEED)
     sources.sort(key=lambda s: s.name)
     rng.shuffle(sources)
@@ -82,8 +84,8 @@ def parse(argv=None):
     ap.add_argument("--max-edges", type=int, default=12_500_000, help="skip larger graphs (the 20M/50M ones and LARGE)")
     ap.add_argument("--resume", type=pathlib.Path, nargs="*", default=[ROOT / "data" / "predictor"],
                     help="folders of earlier runs whose cases are skipped")
-    ap.add_argument("--widths", default=",".join(map(str, tune.WIDTHS)))
-    ap.add_argument("--calls", default=",".join(tune.CALLS))
+    ap.add_argument("--widths", default=",".join(map(str, calls.WIDTHS)))
+    ap.add_argument("--calls", default=",".join(calls.CALLS))
     ap.add_argument("--no-datasets", action="store_true")
     ap.add_argument("--scale", type=float, default=1.0, help="shrink the synthetic graphs (smoke runs)")
     ap.add_argument("--cut", type=float, default=2.5, help="repeat only configurations within this factor of the best screening run")
@@ -99,11 +101,11 @@ def main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     sources = suite(args.max_edges, not args.no_datasets, args.scale)
     widths = tuple(int(x) for x in args.widths.split(","))
-    calls = tuple(c for c in args.calls.split(",") if c)
+    wanted_calls = tuple(c for c in args.calls.split(",") if c)
     if args.worker:
-        cfg = tune.CollectConfig(args.out_dir, args.run_id, args.deadline, tuple(args.resume), widths,
-                                 calls=calls, policy=TimingPolicy(cut=args.cut), audit_every=args.audit_every)
-        return tune.run_worker(sources, cfg)
+        cfg = collect.CollectConfig(args.out_dir, args.run_id, args.deadline, tuple(args.resume), widths,
+                                 calls=wanted_calls, policy=TimingPolicy(cut=args.cut), audit_every=args.audit_every)
+        return run.run_worker(sources, cfg)
 
     import torch
     if not torch.cuda.is_available():
@@ -111,9 +113,8 @@ def main(argv=None) -> int:
         return 2
     t0 = time.time()
     deadline = t0 + args.budget_s - 10  # keep a margin for the summary
-    run_id = tune.new_run_id()
+    run_id = run.new_run_id()
     args.out_dir.mkdir(parents=True, exist_ok=True)
-    from dgl_ugraph import _ext, predictor
     dev = predictor.device_info()
     tag = f"{dev.slug}-{run_id}"
     meta_path = args.out_dir / f"meta-{tag}.json"
@@ -127,12 +128,12 @@ def main(argv=None) -> int:
         "args": {k: (str(v) if isinstance(v, pathlib.Path) else v) for k, v in vars(args).items()
                  if k not in ("worker", "run_id", "deadline")},
         "holdout_rule": HOLDOUT_RULE, "variant_rule": VARIANT_RULE, "widths": list(widths),
-        "attention_heads": list(tune.ATTENTION_HEADS), "gat_heads": tune.GAT_HEADS,
-        "grid": {"groupings": list(tune.predictor.GRID_GROUPINGS), "tilings": list(tune.predictor.GRID_TILINGS),
+        "attention_heads": list(calls.ATTENTION_HEADS), "gat_heads": calls.GAT_HEADS,
+        "grid": {"groupings": list(predictor.GRID_GROUPINGS), "tilings": list(predictor.GRID_TILINGS),
                  "tiling_limit": "thread strategies t <= width; warp strategies t <= ceil(width / 32)"},
-        "dgl_calls": [dict(model=m, pass_=p, call=c, dgl=d) for m, p, c, d in tune.DGL_CALLS],
-        "no_kernel": [dict(model=m, pass_=p, why=w) for m, p, w in tune.NO_KERNEL],
-        "calls": {k: vars(v) for k, v in tune.CALLS.items() if k in calls},
+        "dgl_calls": [dict(model=m, pass_=p, call=c, dgl=d) for m, p, c, d in calls.DGL_CALLS],
+        "no_kernel": [dict(model=m, pass_=p, why=w) for m, p, w in calls.NO_KERNEL],
+        "calls": {k: vars(v) for k, v in calls.CALLS.items() if k in wanted_calls},
         "graphs": [dict(name=s.name, family=s.family, split=s.split, num_edges=s.num_edges,
                         variants=["/".join(v) for v in s.variants]) for s in sources],
         "timing": {"cut": args.cut, "audit_every": args.audit_every, "method":
@@ -143,14 +144,14 @@ def main(argv=None) -> int:
     meta_path.write_text(json.dumps(meta, indent=1, default=str))
     cmd = [sys.executable, str(pathlib.Path(__file__).resolve()), *argv, "--worker", "--run-id", run_id,
            "--deadline", str(deadline)]
-    rc = tune.supervise(cmd, deadline)
-    summary = tune.finish_meta(meta_path, args.out_dir, tag, args.cut)
+    rc = run.supervise(cmd, deadline)
+    summary = run.finish_meta(meta_path, args.out_dir, tag, args.cut)
     state = args.out_dir / f"state-{run_id}.json"
     if state.exists() and not json.loads(state.read_text()).get("bad") and not json.loads(state.read_text()).get("suspect"):
         state.unlink()
     print(f"collect: {summary['cases']} cases ({summary['cases_ok']} ok; {summary['cases_by_split']}), "
           f"{summary['timings']} timings in {time.time() - t0:.0f} s; audit: {summary['audit']}")
-    return 0 if rc in (0, tune.EXIT_DEVICE_LOST) else rc
+    return 0 if rc in (0, run.EXIT_DEVICE_LOST) else rc
 
 
 if __name__ == "__main__":

@@ -30,11 +30,12 @@ import numpy as np
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from dgl_ugraph import predictor, tune  # noqa: E402
-from dgl_ugraph.abstraction import STRATEGIES, ParallelInfo  # noqa: E402
+from dgl_ugraph.tuning import calls, shards, training  # noqa: E402
+from dgl_ugraph.core.abstraction import STRATEGIES, ParallelInfo  # noqa: E402
+from dgl_ugraph.selection import predictor  # noqa: E402
 
 ACCEPT_GEOMEAN, ACCEPT_P10 = 0.95, 0.8
-PER_WIDTH = {name for name, call in tune.CALLS.items() if call.per_width}
+PER_WIDTH = {name for name, call in calls.CALLS.items() if call.per_width}
 
 
 def speeds(ratios):
@@ -45,13 +46,13 @@ def speeds(ratios):
             "n": int(r.size)}
 
 
-def clamp(c: ParallelInfo, case: tune.Case) -> ParallelInfo:
+def clamp(c: ParallelInfo, case: training.Case) -> ParallelInfo:
     """A fixed configuration as it runs on a case: its tiling capped at the case's limit."""
     width = int(case.row["width"])
     return ParallelInfo(c.strategy, c.grouping, min(c.tiling, predictor.max_tiling(c.strategy, width)))
 
 
-def fixed_time(c: ParallelInfo, case: tune.Case, times: dict):
+def fixed_time(c: ParallelInfo, case: training.Case, times: dict):
     return times.get(clamp(c, case))
 
 
@@ -87,7 +88,7 @@ def decision_times_us(model, cases, reps: int = 20):
 
 
 def cached_lookup_us(cases) -> float:
-    """The cached path is a dict lookup keyed by the call's signature (integration.py keeps one
+    """The cached path is a dict lookup keyed by the call's signature (the DGL layer, dgl/recognition.py, keeps one
     dict per graph): time such a lookup."""
     table = {}
     keys = []
@@ -146,7 +147,7 @@ def main(argv=None) -> int:
     ap.add_argument("--ref-width", type=int, default=64, help="the F of the chosen-strategies table")
     args = ap.parse_args(argv)
 
-    cases = tune.load_cases(tune.collected_files(args.data, "cases"))
+    cases = training.load_cases(shards.collected_files(args.data, "cases"))
     if not cases:
         print(f"no complete cases under {[str(d) for d in args.data]}", file=sys.stderr)
         return 1
@@ -161,7 +162,7 @@ def main(argv=None) -> int:
         return 1
     table = {id(c): dict(zip(c.configs, c.ms)) for c in cases}
     fixed = best_fixed(train or held, table)
-    choose = tune.predictor_choice(model.forest.predict, model.sign < 0)
+    choose = training.predictor_choice(model.forest.predict, model.sign < 0)
 
     rows, unmeasured = [], 0
     for case in held:

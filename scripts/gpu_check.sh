@@ -23,7 +23,7 @@ status=0
 # The first line of every log: the GPU and the CUDA core it measured.
 header() {
   echo "# $(nvidia-smi --query-gpu=name --format=csv,noheader | head -1); CUDA core $($PY -c \
-    'import dgl_ugraph._ext as e; print(e._C.build_info().get("cuda_source_hash", "none"))' 2>/dev/null)"
+    'import dgl_ugraph.core._ext as e; print(e._C.build_info().get("cuda_source_hash", "none"))' 2>/dev/null)"
 }
 
 if has build; then
@@ -39,7 +39,7 @@ if has build; then
   t=$(date +%s)
   UGRAPH_CUDA=ON UGRAPH_CUDA_ARCHS=90 PYTHON=$PY bash scripts/build_inplace.sh 2>&1 | tail -5 || exit 1
   echo "build: $(( $(date +%s) - t )) s"
-  $PY -c "import dgl_ugraph._ext as e; print(e._C.build_info())" | tee "$OUT/build_info.txt" || exit 1
+  $PY -c "import dgl_ugraph.core._ext as e; print(e._C.build_info())" | tee "$OUT/build_info.txt" || exit 1
   nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.sm,clocks.mem --format=csv | tee -a "$OUT/build_info.txt"
 fi
 

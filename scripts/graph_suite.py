@@ -2,7 +2,7 @@
 import argparse
 import time
 
-from dgl_ugraph import graph_suite as gs
+from dgl_ugraph.tuning import graph_suite as gs
 
 
 def main():

@@ -17,7 +17,7 @@ sys.path[:0] = [str(ROOT), str(ROOT / "scripts")]
 
 import bench_models as bm  # noqa: E402
 import dgl_ugraph  # noqa: E402
-from dgl_ugraph import graph_suite as gs  # noqa: E402
+from dgl_ugraph.tuning import graph_suite as gs  # noqa: E402
 
 
 def main():

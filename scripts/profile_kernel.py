@@ -21,10 +21,10 @@ sys.path.insert(0, str(ROOT))
 
 from bench_kernels import OPERATORS, make_inputs, time_ms  # noqa: E402
 
-from dgl_ugraph import graph_suite as gs  # noqa: E402
-from dgl_ugraph import ops  # noqa: E402
-from dgl_ugraph.abstraction import ParallelInfo  # noqa: E402
-from dgl_ugraph.graph import UGraph  # noqa: E402
+from dgl_ugraph.tuning import graph_suite as gs  # noqa: E402
+from dgl_ugraph.core import ops  # noqa: E402
+from dgl_ugraph.core.abstraction import ParallelInfo  # noqa: E402
+from dgl_ugraph.core.graph import UGraph  # noqa: E402
 
 
 def load(name: str) -> UGraph:

@@ -50,10 +50,13 @@ if [ "$PROFILE" = dgl11 ]; then
   # venv of the same Python. The build is brought up to date here (ninja only redoes what
   # changed), and the core must then load under this environment's interpreter.
   PATH="$PWD/.venv/bin:$PATH" PYTHON=.venv/bin/python bash scripts/build_inplace.sh
-  "$VPY" -c "from dgl_ugraph import _ext; _ext.core()"
+  "$VPY" -c "from dgl_ugraph.core import _ext; _ext.core()"
 else
-  # The predictor's optional extras: training (lightgbm) and its plots (matplotlib).
+  # The predictor's optional extras: training (lightgbm), its plots (matplotlib) and the tuning
+  # progress bar (tqdm; DGL pulls the same one); import-linter checks the package's layers in
+  # `make test`.
   "$VPY" -c "import lightgbm, matplotlib" 2>/dev/null || "$VPY" -m pip install -q "numpy<2" lightgbm matplotlib
+  "$VPY" -c "import importlinter, tqdm" 2>/dev/null || "$VPY" -m pip install -q "import-linter==2.17" "tqdm==4.70.1"
   # The package build needs no isolation: every build tool is already in the venv. The install
   # carries the start-up hook (DGL_UGRAPH=1) and serves programs run from anywhere.
   "$VPY" -m pip install -q --no-build-isolation .

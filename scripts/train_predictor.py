@@ -19,10 +19,10 @@ from collections import Counter
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from dgl_ugraph import tune  # noqa: E402
+from dgl_ugraph.tuning import shards, training  # noqa: E402
 
 
-def family_of(case: tune.Case) -> str:
+def family_of(case: training.Case) -> str:
     major, minor = case.row["cc"].split(".")
     return f"sm{major}{minor}"
 
@@ -41,8 +41,8 @@ def main(argv=None) -> int:
     except ImportError:
         print("train_predictor.py needs lightgbm (pip install lightgbm)", file=sys.stderr)
         return 2
-    paths = tune.collected_files(args.data, "cases")
-    cases = tune.load_cases(paths)
+    paths = shards.collected_files(args.data, "cases")
+    cases = training.load_cases(paths)
     if not cases:
         print(f"no complete cases under {[str(d) for d in args.data]}", file=sys.stderr)
         return 1
@@ -55,9 +55,9 @@ def main(argv=None) -> int:
     train_cases = [c for c in cases if args.include_holdout or c.row["split"] != "holdout"]
     print(f"{family}: {len(cases)} cases on {dict(Counter(c.row['device'] for c in cases))}; "
           f"training on {len(train_cases)} ({len(cases) - len(train_cases)} held out)")
-    result = tune.train(train_cases, num_trees=args.trees, params={"num_leaves": args.leaves})
+    result = training.train(train_cases, num_trees=args.trees, params={"num_leaves": args.leaves})
     used = sorted({p for p in paths if any(c.row["run_id"] in p.name for c in cases)})
-    out = tune.export(result, args.out, family, used, [c.row["device"] for c in cases])
+    out = training.export(result, args.out, family, used, [c.row["device"] for c in cases])
     print(f"wrote {out} and {out.with_name(out.stem + '.manifest.json').name}: {result.booster.num_trees()} trees, "
           f"{out.stat().st_size / 2 ** 20:.1f} MiB; validation {result.validation}")
     return 0

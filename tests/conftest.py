@@ -13,7 +13,7 @@ if ROOT not in sys.path:
 
 @pytest.fixture(autouse=True, scope="session")
 def poison_outputs():
-    import dgl_ugraph.ops as ops
+    from dgl_ugraph.core import ops
 
     was = ops.POISON_OUTPUTS
     ops.POISON_OUTPUTS = True
@@ -38,9 +38,9 @@ def plugin_on():
 @pytest.fixture
 def isolated_failures(monkeypatch):
     """Failures recorded by a test stay in that test."""
-    from dgl_ugraph import cache, integration
+    from dgl_ugraph.dgl import cache, recognition
 
-    monkeypatch.setattr(integration, "_failed", {})
-    monkeypatch.setattr(integration, "_warned", set())
+    monkeypatch.setattr(recognition, "_failed", {})
+    monkeypatch.setattr(recognition, "_warned", set())
     yield
     cache.clear()

@@ -20,7 +20,7 @@ import dgl.function as fn
 import dgl_ugraph
 from dgl.backend.pytorch import sparse
 from dgl_errors import message
-from dgl_ugraph import integration
+from dgl_ugraph.dgl import interception
 
 # (rtol, atol as a share of the tensor's largest magnitude): summation order is free, and half
 # types round once (about 3 units in the last place each)
@@ -206,7 +206,7 @@ def kernel_gspmm_check(graphs, op, red, lhs, rhs, dtype):
     whether the arguments equal DGL's (so gradients are comparable)."""
     g, oracle = graphs
     ours = sparse._gspmm(g._graph, op, red, lhs, rhs)
-    theirs = integration._dgl["_gspmm"](oracle._graph, op, red, lhs, rhs)
+    theirs = interception._dgl["_gspmm"](oracle._graph, op, red, lhs, rhs)
     (out, (arg_u, arg_e)), (ref, (ref_u, ref_e)) = ours, theirs
     assert out.shape == ref.shape and out.dtype == ref.dtype
     assert_close(out, ref, dtype, f"_gspmm {op}/{red} value")
@@ -267,7 +267,7 @@ def check_gsddmm(graphs, op, targets, dtype, direct, ch, wide=False):
             lhs, rhs = dgl.ops.sddmm.reshape_lhs_rhs(lhs, rhs)
         with torch.no_grad():
             out, ref = sparse._gsddmm(g._graph, op, lhs, rhs, lt, rt), \
-                integration._dgl["_gsddmm"](oracle._graph, op, lhs, rhs, lt, rt)
+                interception._dgl["_gsddmm"](oracle._graph, op, lhs, rhs, lt, rt)
         assert out.shape == ref.shape and out.dtype == ref.dtype
         assert_close(out, ref, dtype, f"_gsddmm {op} {lt}{rt} value")
         return

@@ -10,8 +10,8 @@ import math
 
 import torch
 
-from dgl_ugraph.abstraction import OpInfo, broadcast, uses_lhs, uses_rhs
-from dgl_ugraph.graph import UGraph
+from dgl_ugraph.core.abstraction import OpInfo, broadcast, uses_lhs, uses_rhs
+from dgl_ugraph.core.graph import UGraph
 
 
 def reduce_zero(gather_op: str, dtype: torch.dtype) -> float:

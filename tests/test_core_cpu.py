@@ -1,4 +1,4 @@
-"""The CPU core against the fp64 oracle (tests/reference.py), through dgl_ugraph.ops.ugrapher.
+"""The CPU core against the fp64 oracle (tests/reference.py), through dgl_ugraph.ugrapher.
 
 Covers every op_info of the switching space in every dtype and index width, broadcast shapes,
 the graph shapes that break kernels (empty, isolated rows, self-loops, multi-edges, one row
@@ -20,9 +20,9 @@ import pytest
 import torch
 
 from dgl_ugraph import OpInfo, UGraph, ugrapher
-from dgl_ugraph import _ext
-from dgl_ugraph.abstraction import broadcast
-from dgl_ugraph.ops import prepare
+from dgl_ugraph.core import _ext
+from dgl_ugraph.core.abstraction import broadcast
+from dgl_ugraph.core.ops import prepare
 from tests.reference import messages, reference
 
 pytestmark = pytest.mark.skipif(_ext.LOAD_ERROR is not None, reason=str(_ext.LOAD_ERROR))

@@ -12,9 +12,9 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dgl_ugraph import _ext, abstraction, ops, select
-from dgl_ugraph.abstraction import OpInfo
-from dgl_ugraph.graph import UGraph
+from dgl_ugraph.core import _ext, abstraction, capability, ops
+from dgl_ugraph.core.abstraction import OpInfo
+from dgl_ugraph.core.graph import UGraph
 
 C = _ext.core()
 OK, INVALID = 0, 1
@@ -159,8 +159,8 @@ def test_python_names_are_the_cores_enums():
     caps = _ext.capabilities()
     assert tuple(caps["strategies"]) == abstraction.STRATEGIES
     assert tuple(caps["gather_ops"]) == abstraction.GATHER_OPS
-    assert tuple(caps["dtypes"]) == tuple(select.DTYPE_NAMES.values())
-    assert [abstraction.DTYPE_CODES[d] for d in select.DTYPE_NAMES] == list(range(len(caps["dtypes"])))
+    assert tuple(caps["dtypes"]) == tuple(abstraction.DTYPE_NAMES.values())
+    assert [abstraction.DTYPE_CODES[d] for d in abstraction.DTYPE_NAMES] == list(range(len(caps["dtypes"])))
 
 
 def test_capability_rules_arrive_as_data_and_drive_selection():
@@ -168,13 +168,13 @@ def test_capability_rules_arrive_as_data_and_drive_selection():
     assert rules and all(set(r) == {"strategies", "gather_ops", "dtypes", "min_edges", "only_deterministic", "why"}
                          for r in rules)
     assert all(set(r["strategies"]) <= set(abstraction.STRATEGIES) for r in rules)
-    assert select.ATOMIC_STRATEGIES == ("thread_edge", "warp_edge")
-    every = frozenset((s, d) for s in abstraction.STRATEGIES for d in select.DTYPE_NAMES.values())
-    sig = select.Signature("copy_lhs", "max", "src", "null", "dst", torch.float64, 8, 1, False, "cuda")
+    assert capability.ATOMIC_STRATEGIES == ("thread_edge", "warp_edge")
+    every = frozenset((s, d) for s in abstraction.STRATEGIES for d in abstraction.DTYPE_NAMES.values())
+    sig = abstraction.Signature("copy_lhs", "max", "src", "null", "dst", torch.float64, 8, 1, False, "cuda")
     for strategy in abstraction.STRATEGIES:
         hard = [r for r in rules if strategy in r["strategies"] and "max" in r["gather_ops"] and "f64" in r["dtypes"]
                 and not r["only_deterministic"] and r["min_edges"] == 0]
-        reason = select.why_not(strategy, sig, 100, every)
+        reason = capability.why_not(strategy, sig, 100, every)
         assert (reason is not None) == bool(hard), strategy
         if hard:
             assert reason == f"{strategy} {hard[0]['why']}"

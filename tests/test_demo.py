@@ -5,7 +5,7 @@ import pytest
 import torch
 
 from dgl_ugraph import __main__ as cli
-from dgl_ugraph import integration
+from dgl_ugraph.dgl import interception
 
 MODELS = 6
 
@@ -33,7 +33,7 @@ def test_demo_warms_up_both_sides_then_interleaves(monkeypatch, capsys):
     real = cli._step
 
     def spy(model, g, x):
-        sides.append(integration.is_enabled())
+        sides.append(interception.is_enabled())
         return real(model, g, x)
 
     monkeypatch.setattr(cli, "_step", spy)

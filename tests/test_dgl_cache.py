@@ -9,7 +9,7 @@ import torch
 import dgl
 import dgl.function as fn
 import dgl_ugraph
-from dgl_ugraph import cache, integration
+from dgl_ugraph.dgl import cache, recognition
 
 
 @pytest.fixture(autouse=True)
@@ -82,13 +82,13 @@ def test_reverse_entry_matches_dgls_reverse_graph():
 
 def test_decisions_are_made_once_per_graph_and_signature(monkeypatch):
     made = []
-    real = integration._decide
+    real = recognition._decide
 
     def counting(*args):
         made.append(args[1])
         return real(*args)
 
-    monkeypatch.setattr(integration, "_decide", counting)
+    monkeypatch.setattr(recognition, "_decide", counting)
     g = random_graph(2)
     for _ in range(4):
         dgl.ops.copy_u_sum(g, torch.rand(40, 8))

@@ -8,7 +8,7 @@ import torch
 import dgl
 import dgl_ugraph
 from dgl.backend.pytorch import sparse
-from dgl_ugraph import integration
+from dgl_ugraph.dgl import interception
 
 pytestmark = pytest.mark.usefixtures("plugin_on")
 
@@ -19,7 +19,7 @@ def graph(idtype=torch.int64):
 
 
 def both_gspmm(g, op, red, u, e):
-    return sparse._gspmm(g._graph, op, red, u, e), integration._dgl["_gspmm"](g._graph, op, red, u, e)
+    return sparse._gspmm(g._graph, op, red, u, e), interception._dgl["_gspmm"](g._graph, op, red, u, e)
 
 
 def assert_same_structure(ours, theirs):
@@ -87,7 +87,7 @@ def test_gsddmm_targets_and_dot_keep_dgls_shapes(lhs, rhs):
     x, y = torch.rand(rows[lhs], 2, 3), torch.rand(rows[rhs], 1, 3)
     for op in ("add", "sub", "mul", "div", "dot"):
         ours = sparse._gsddmm(g._graph, op, x, y, lhs, rhs)
-        theirs = integration._dgl["_gsddmm"](g._graph, op, x, y, lhs, rhs)
+        theirs = interception._dgl["_gsddmm"](g._graph, op, x, y, lhs, rhs)
         torch.testing.assert_close(ours, theirs, rtol=1e-6, atol=1e-7)
         assert ours.shape == theirs.shape
     assert sparse._gsddmm(g._graph, "dot", x, y, lhs, rhs).shape == (5, 2, 1)
@@ -100,7 +100,7 @@ def test_sub_and_div_arrive_unrewritten_as_edge_softmax_passes_them():
     score, node = torch.rand(5, 2), torch.rand(4, 2) + 0.5
     for op in ("sub", "div"):
         ours = sparse._gsddmm(g._graph, op, score, node, "e", "v")
-        torch.testing.assert_close(ours, integration._dgl["_gsddmm"](g._graph, op, score, node, "e", "v"))
+        torch.testing.assert_close(ours, interception._dgl["_gsddmm"](g._graph, op, score, node, "e", "v"))
     assert set(dgl_ugraph.stats()["patterns"]) == {"gsddmm:sub:-:e:v", "gsddmm:div:-:e:v"}
     assert dgl_ugraph.stats()["fallback"] == 0
 

@@ -14,7 +14,8 @@ import dgl.function as fn
 import dgl_ugraph
 from tests.dgl_errors import same_error
 from dgl.backend.pytorch import sparse
-from dgl_ugraph import _ext, integration
+from dgl_ugraph.dgl import interception, recognition
+from dgl_ugraph.core import _ext
 
 pytestmark = pytest.mark.usefixtures("plugin_on")
 
@@ -134,7 +135,7 @@ def test_a_failing_kernel_costs_one_warning_and_gives_dgls_results(monkeypatch, 
     weight = torch.rand(8, 8, requires_grad=True)
     with dgl_ugraph.disabled():
         ref, ref_grad = gcn_step(g, x, weight)
-    monkeypatch.setattr(integration, "Plan", broken)
+    monkeypatch.setattr(interception, "Plan", broken)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         for _ in range(3):
@@ -171,7 +172,7 @@ def test_a_failing_recognition_costs_one_warning(monkeypatch, isolated_failures)
     def broken(*args):
         raise KeyError("injected")
 
-    monkeypatch.setattr(integration, "_decide", broken)
+    monkeypatch.setattr(recognition, "_decide", broken)
     x = torch.rand(30, 4)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")

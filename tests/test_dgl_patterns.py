@@ -11,9 +11,9 @@ import dgl
 import dgl.function as fn
 import dgl.ops
 import dgl_ugraph
-from dgl_ugraph import patterns
+from dgl_ugraph.dgl import patterns
 from tests.dgl_errors import same_error
-from dgl_ugraph.abstraction import EDGE_OPS, GATHER_OPS, TENSOR_TYPES, OpInfo
+from dgl_ugraph.core.abstraction import EDGE_OPS, GATHER_OPS, TENSOR_TYPES, OpInfo
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 N, E = 5, 9

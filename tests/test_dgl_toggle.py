@@ -12,7 +12,7 @@ import torch
 import dgl
 import dgl_ugraph
 from dgl.backend.pytorch import sparse
-from dgl_ugraph import integration
+from dgl_ugraph.dgl import interception
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 NAMES = ("_gspmm", "_gsddmm", "_gspmm_hetero", "_gsddmm_hetero")
@@ -32,7 +32,7 @@ def restore_state():
 def test_import_enables_and_disable_restores_dgl_objects(restore_state):
     dgl_ugraph.enable()
     for name in NAMES:
-        assert getattr(sparse, name) is integration._REPLACEMENTS[name]
+        assert getattr(sparse, name) is interception._REPLACEMENTS[name]
     dgl_ugraph.disable()
     for name in NAMES:
         assert getattr(sparse, name) is dgl_own(name)
@@ -48,7 +48,7 @@ def test_disabled_context_restores_previous_state(restore_state):
     with dgl_ugraph.disabled():
         assert sparse._gspmm is dgl_own("_gspmm")
         assert not dgl_ugraph.is_enabled()
-    assert sparse._gspmm is integration._gspmm
+    assert sparse._gspmm is interception._gspmm
     dgl_ugraph.disable()
     with dgl_ugraph.disabled():
         pass
@@ -63,9 +63,31 @@ def test_disabled_context_restores_on_error(restore_state):
     assert dgl_ugraph.is_enabled()
 
 
+def test_replaced_wraps_dgls_own_functions_then_restores(restore_state):
+    """The benchmarks' hook: DGL's own functions wrapped for the block (routing off), then the
+    state before, even after an error."""
+    dgl_ugraph.enable()
+    seen = []
+
+    def make(own):
+        def wrapper(*args, **kwargs):
+            seen.append(own)
+            return own(*args, **kwargs)
+        return wrapper
+    g = dgl.graph(([0, 1], [1, 2]))
+    with interception.replaced(make, ("_gspmm",)):
+        assert not dgl_ugraph.is_enabled() and sparse._gsddmm is dgl_own("_gsddmm")
+        dgl.ops.copy_u_sum(g, torch.ones(3, 2))
+    assert seen == [dgl_own("_gspmm")] and sparse._gspmm is interception._gspmm and dgl_ugraph.is_enabled()
+    with pytest.raises(KeyError):
+        with interception.replaced(make):
+            raise KeyError("inside")
+    assert dgl_functions() == {name: interception._REPLACEMENTS[name] for name in dgl_functions()}
+
+
 def dgl_functions():
     """Every function of DGL's that enable() may replace, as this DGL has them now."""
-    return {name: getattr(sparse, name) for name in integration._SIGNATURES if hasattr(sparse, name)}
+    return {name: getattr(sparse, name) for name in interception._SIGNATURES if hasattr(sparse, name)}
 
 
 @pytest.mark.parametrize("version", ["3.0.0", "2.5.0", "1.0.2", "0.9.1", "nightly"])
@@ -80,7 +102,7 @@ def test_dgl_outside_the_range_is_refused_and_left_untouched(restore_state, monk
     assert dgl_functions() == own
 
 
-@pytest.mark.parametrize("name", sorted(integration._SIGNATURES))
+@pytest.mark.parametrize("name", sorted(interception._SIGNATURES))
 def test_changed_dgl_signature_is_refused_and_dgl_left_untouched(restore_state, monkeypatch, name):
     dgl_ugraph.disable()
     if not hasattr(sparse, name):
@@ -135,7 +157,7 @@ def test_import_before_dgl_enables_when_dgl_arrives():
         from dgl.backend.pytorch import sparse
         print(dgl_ugraph.is_enabled(), sparse._gspmm.__module__)
     """)
-    assert out.split() == ["True", "dgl_ugraph.integration"]
+    assert out.split() == ["True", "dgl_ugraph.dgl.interception"]
 
 
 @pytest.mark.parametrize("flag,patched", [(None, "False"), ("0", "False"), ("1", "True")])
@@ -157,7 +179,7 @@ def test_python_m_runs_script_with_arguments_and_plugin_on(tmp_path):
               __name__, sparse._gspmm.__module__)
     """))
     out = run_python(None, args=("-m", "dgl_ugraph", str(script), "--epochs", "3", "x y"), cwd=str(tmp_path))
-    assert out.strip() == "['--epochs', '3', 'x y'] train.py True __main__ dgl_ugraph.integration"
+    assert out.strip() == "['--epochs', '3', 'x y'] train.py True __main__ dgl_ugraph.dgl.interception"
 
 
 def test_python_m_propagates_exit_status(tmp_path):
@@ -172,16 +194,16 @@ def test_python_m_info_reports_the_build():
     out = run_python(None, args=("-m", "dgl_ugraph", "info"))
     assert "compiled core" in out and f"torch {torch.__version__}" in out and f"DGL {dgl.__version__}" in out
     assert "switching table" in out
-    assert "tested on CPU with: " + ", ".join(f"DGL {d} + torch {t}" for d, t in integration.TESTED) in out
+    assert "tested on CPU with: " + ", ".join(f"DGL {d} + torch {t}" for d, t in interception.TESTED) in out
 
 
 def test_tested_versions_are_the_pinned_environments_and_the_readme_names_them():
     with open(os.path.join(REPO, "scripts", "setup_env.sh"), encoding="utf-8") as f:
         pins = re.findall(r"VENV=\S+ TORCH=(\S+) DGL=(\S+)", f.read())
-    assert sorted((d, t) for t, d in pins) == sorted(integration.TESTED)
+    assert sorted((d, t) for t, d in pins) == sorted(interception.TESTED)
     with open(os.path.join(REPO, "README.md"), encoding="utf-8") as f:
         readme = f.read()
-    for d, t in integration.TESTED:
+    for d, t in interception.TESTED:
         assert f"torch {t}, DGL {d}" in readme
 
 

@@ -1,5 +1,5 @@
 """ops.Plan, the DGL layer's repeat-call path: checked once, then each call fills only its data.
-A plan must give what a fresh ops.ugrapher call gives, for new operands of the same signature
+A plan must give what a fresh dgl_ugraph.ugrapher call gives, for new operands of the same signature
 with any row stride, and scripts/bench_dispatch.py (bench/dispatch.csv) must run."""
 from __future__ import annotations
 
@@ -10,9 +10,10 @@ import sys
 import pytest
 import torch
 
-from dgl_ugraph import ops
-from dgl_ugraph.abstraction import OpInfo
-from dgl_ugraph.graph import UGraph
+from dgl_ugraph import ugrapher
+from dgl_ugraph.core import ops
+from dgl_ugraph.core.abstraction import OpInfo
+from dgl_ugraph.core.graph import UGraph
 
 from conftest import ROOT
 
@@ -52,7 +53,7 @@ def test_a_plan_reused_with_new_operands_equals_a_fresh_call(edge_op, gather, a_
     for strided in (False, True, False):
         fresh = op(strided)
         got = plan.run(fresh.A, fresh.B)
-        want = ops.ugrapher(g, fresh)
+        want = ugrapher(g, fresh)
         for x, y in zip(got, want):
             assert (x is None) == (y is None)
             if x is not None:

@@ -14,11 +14,14 @@ import numpy as np
 import pytest
 import torch
 
-from dgl_ugraph import _ext, autotune, predictor, tune
-from dgl_ugraph import graph_suite as gs
-from dgl_ugraph.abstraction import STRATEGIES, ParallelInfo
-from dgl_ugraph.graph import UGraph
-from dgl_ugraph.select import Signature
+from dgl_ugraph import ugrapher
+from dgl_ugraph.core import _ext, timing
+from dgl_ugraph.core.abstraction import STRATEGIES, ParallelInfo, Signature
+from dgl_ugraph.core.graph import UGraph
+from dgl_ugraph.core.ops import signature
+from dgl_ugraph.selection import autotune, policy, predictor
+from dgl_ugraph.tuning import calls, collect, run, shards, training
+from dgl_ugraph.tuning import graph_suite as gs
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 DEV = predictor.DeviceInfo("Fake GPU 9000", 100, 40 * 2 ** 20, 9, 0)
@@ -141,7 +144,7 @@ def test_config_space_is_the_paper_grid_within_the_tiling_limits():
     assert {c.tiling for c in narrow if c.strategy.startswith("thread")} == {1, 2, 4, 8}
     assert {c.tiling for c in narrow if c.strategy.startswith("warp")} == {1}
     assert all(c.strategy != "warp_edge" for c in predictor.config_space(sig(), ["thread_vertex", "warp_vertex"]))
-    assert tune.beyond_tilings("warp_edge", 64) == [4] and tune.beyond_tilings("thread_vertex", 64) == []
+    assert calls.beyond_tilings("warp_edge", 64) == [4] and calls.beyond_tilings("thread_vertex", 64) == []
 
 
 def test_feature_matrix_layout_and_values():
@@ -165,7 +168,7 @@ def test_feature_matrix_layout_and_values():
                max_deg="300", empty_rows="10", edge_op="mul", gather_op="sum", a_type="src", b_type="edge",
                c_type="dst", dtype="bfloat16", out_len="64", reduce_size="1", broadcast="0", cc="9.0",
                device=DEV.name, sm_count="100", l2_bytes=str(DEV.l2_bytes))
-    c2 = tune.Case(row, list(configs), np.ones(len(configs)))
+    c2 = training.Case(row, list(configs), np.ones(len(configs)))
     info, s2, dev2 = c2.info()
     assert np.array_equal(predictor.feature_matrix(info, s2, dev2, list(STRATEGIES))[1], x)
 
@@ -178,10 +181,10 @@ def test_case_info_from_graph():
 
 
 def _export_model(tmp_path, booster, family="sm90"):
-    result = tune.TrainResult(booster, dict(tune.DEFAULT_PARAMS), {}, 1, 0, 1, ["g"])
+    result = training.TrainResult(booster, dict(training.DEFAULT_PARAMS), {}, 1, 0, 1, ["g"])
     src = tmp_path / "cases-x.csv.gz"
     src.write_bytes(gzip.compress(b"case_id\n"))
-    return tune.export(result, tmp_path / "models", family, [src], [DEV.name])
+    return training.export(result, tmp_path / "models", family, [src], [DEV.name])
 
 
 def test_model_files_load_and_rank(tmp_path, monkeypatch):
@@ -285,26 +288,26 @@ def test_autotune_cache_write_is_atomic(tmp_path, monkeypatch):
 
 
 def test_autotuner_times_top_k_once_then_remembers(tmp_path):
-    calls = []
+    timed = []
     times = {ParallelInfo("warp_edge", 8, 4): 0.3, ParallelInfo("thread_edge", 1, 1): 0.5,
              ParallelInfo("warp_vertex", 1, 1): 0.2, ParallelInfo("thread_vertex", 1, 1): 0.1}
 
     def measure(graph, op, configs):
-        calls.append(list(configs))
+        timed.append(list(configs))
         return {c: times[c] for c in configs}
     cache = autotune.AutotuneCache(tmp_path / "c.json", DEV, "h")
-    tuner = autotune.Autotuner(cache, measure)
+    tuner = autotune.Autotuner(cache)
     case = predictor.CaseInfo(10, 10, 20, 32, 2.0, 1.0, 4, 0)
     ranked = list(times)
-    assert tuner.choose(None, None, case, sig(), ranked, k=3) == ParallelInfo("warp_vertex", 1, 1)
-    assert calls == [ranked[:3]]
-    assert tuner.choose(None, None, case, sig(), ranked, k=3) == ParallelInfo("warp_vertex", 1, 1)
-    assert len(calls) == 1 and tuner.hits == 1
+    assert tuner.choose(None, None, case, sig(), ranked, 3, measure) == ParallelInfo("warp_vertex", 1, 1)
+    assert timed == [ranked[:3]]
+    assert tuner.choose(None, None, case, sig(), ranked, 3, measure) == ParallelInfo("warp_vertex", 1, 1)
+    assert len(timed) == 1 and tuner.hits == 1
     # A new process reads the winner from the file; a winner no longer valid is re-tuned.
-    fresh = autotune.Autotuner(autotune.AutotuneCache(tmp_path / "c.json", DEV, "h"), measure)
-    assert fresh.choose(None, None, case, sig(), ranked, k=3) == ParallelInfo("warp_vertex", 1, 1) and len(calls) == 1
-    assert fresh.choose(None, None, case, sig(), [ranked[0], ranked[3]], k=2) == ParallelInfo("thread_vertex", 1, 1)
-    assert len(calls) == 2
+    fresh = autotune.Autotuner(autotune.AutotuneCache(tmp_path / "c.json", DEV, "h"))
+    assert fresh.choose(None, None, case, sig(), ranked, 3, measure) == ParallelInfo("warp_vertex", 1, 1) and len(timed) == 1
+    assert fresh.choose(None, None, case, sig(), [ranked[0], ranked[3]], 2, measure) == ParallelInfo("thread_vertex", 1, 1)
+    assert len(timed) == 2
     assert autotune.cache_key(case, sig()) != autotune.cache_key(case, sig(width=32))
 
 
@@ -344,7 +347,6 @@ class World:
 
 class FakeRunner:
     def __init__(self, world, graph, op, key):
-        from dgl_ugraph.ops import signature
         self.world, self.graph, self.key = world, graph, key
         self.sig = signature(graph, op)[0]
         self.config = None
@@ -355,7 +357,7 @@ class FakeRunner:
 
     def set(self, c):
         if str(c) in self.world.refuse:
-            raise autotune.Refused("not for this case")
+            raise timing.Refused("not for this case")
         if str(c) in self.world.error:
             raise RuntimeError("launch failed")
         self.config = c
@@ -375,7 +377,7 @@ class FakeRunner:
 
     def sync(self):
         if self.world.dead:
-            raise autotune.DeviceLost("an illegal memory access was encountered")
+            raise timing.DeviceLost("an illegal memory access was encountered")
 
     def pad(self, launches):
         return None
@@ -399,7 +401,7 @@ class FakeBackend:
         return UGraph.from_coo(torch.from_numpy(src).long(), torch.from_numpy(dst).long(), n, n, torch.int32)
 
     def with_idtype(self, graph, idtype):
-        return graph if graph.idtype == tune.IDTYPES[idtype] else graph.to(idtype=tune.IDTYPES[idtype])
+        return graph if graph.idtype == calls.IDTYPES[idtype] else graph.to(idtype=calls.IDTYPES[idtype])
 
     def reverse(self, graph):
         return graph.reverse()
@@ -407,7 +409,7 @@ class FakeBackend:
     def operand(self, graph, rows, shape, dtype):
         if self.world.dead:
             raise RuntimeError("CUDA error: an illegal memory access was encountered")
-        return torch.empty((rows,) + shape, dtype=tune.DTYPES[dtype])
+        return torch.empty((rows,) + shape, dtype=calls.DTYPES[dtype])
 
     def runner(self, graph, op, first):
         return FakeRunner(self.world, graph, op, self.key)
@@ -421,13 +423,13 @@ class FakeBackend:
 
 def test_time_configs_cuts_repeats_and_records_failures():
     world = World(refuse={"warp_edge:1:1"}, error={"warp_vertex:2:1"})
-    g = UGraph.from_coo(*[torch.from_numpy(a).long() for a in tune.load_source(
-        tune.GraphSource("x", "degree", "train", 2000, spec=gs.GraphSpec("x", "degree", 500, 2000, 20.0, seed=1)))[:2]],
+    g = UGraph.from_coo(*[torch.from_numpy(a).long() for a in calls.load_source(
+        calls.GraphSource("x", "degree", "train", 2000, spec=gs.GraphSpec("x", "degree", 500, 2000, 20.0, seed=1)))[:2]],
         500, 500, torch.int32)
-    op = tune.make_op(FakeBackend(world), g, tune.CALLS["copy_u_sum"], 64, 1, "float32")
+    op = calls.make_op(FakeBackend(world), g, calls.CALLS["copy_u_sum"], 64, 1, "float32")
     runner = FakeRunner(world, g, op, "k")
     configs = predictor.config_space(runner.sig, list(STRATEGIES))
-    timings = autotune.time_configs(runner, configs, autotune.TimingPolicy(cut=2.0, target_ms=1.0))
+    timings = timing.time_configs(runner, configs, timing.TimingPolicy(cut=2.0, target_ms=1.0))
     by = {str(t.config): t for t in timings}
     assert by["warp_edge:1:1"].status == "refused" and by["warp_vertex:2:1"].status == "error"
     ok = [t for t in timings if t.status == "ok"]
@@ -443,7 +445,7 @@ def small_sources():
     specs = [gs.GraphSpec("a-small", "degree", 300, 1500, 3.0, seed=1),
              gs.GraphSpec("b-skewed", "degree", 400, 4000, 40.0, "clustered", seed=2),
              gs.GraphSpec("c-banded", "degree", 200, 800, 0.5, "banded", seed=3)]
-    out = [tune.GraphSource(s.name, s.family, "holdout" if i == 2 else "train", s.num_edges, spec=s,
+    out = [calls.GraphSource(s.name, s.family, "holdout" if i == 2 else "train", s.num_edges, spec=s,
                             variants=(("float32", "int32"),) + ((("float16", "int32"),) if i == 0 else ()))
            for i, s in enumerate(specs)]
     return out
@@ -451,9 +453,9 @@ def small_sources():
 
 def make_collector(tmp_path, world, deadline=1e9, widths=(8, 64), **kw):
     backend = FakeBackend(world)
-    cfg = tune.CollectConfig(tmp_path, "run1", deadline, widths=widths, heads=(1, 4),
+    cfg = collect.CollectConfig(tmp_path, "run1", deadline, widths=widths, heads=(1, 4),
                              calls=("copy_u_sum", "copy_u_sum_rev", "gat_u_dot_v", "gat_e_sub_v"), **kw)
-    col = tune.Collector(backend, cfg, clock=lambda: world.now, log=lambda s: None)
+    col = collect.Collector(backend, cfg, clock=lambda: world.now, log=lambda s: None)
     real = col._run_case
 
     def run_case(src, graph, case):
@@ -464,7 +466,7 @@ def make_collector(tmp_path, world, deadline=1e9, widths=(8, 64), **kw):
 
 
 def planned(sources, widths=(8, 64)):
-    return {c.key for s in sources for c in tune.graph_cases(s, widths, (1, 4),
+    return {c.key for s in sources for c in calls.graph_cases(s, widths, (1, 4),
             ("copy_u_sum", "copy_u_sum_rev", "gat_u_dot_v", "gat_e_sub_v"))}
 
 
@@ -473,9 +475,9 @@ def test_collector_writes_every_case_and_resumes(tmp_path):
     world = World()
     stats = make_collector(tmp_path, world).run(sources)
     assert stats.stop_reason == "suite complete" and stats.failed == 0
-    rows = tune.read_rows(tmp_path / f"cases-{DEV.slug}-run1.csv.gz")
+    rows = shards.read_rows(tmp_path / f"cases-{DEV.slug}-run1.csv.gz")
     assert {r["case_id"] for r in rows} == planned(sources) and len(rows) == len(planned(sources))
-    timings = tune.read_rows(tmp_path / f"timings-{DEV.slug}-run1.csv.gz")
+    timings = shards.read_rows(tmp_path / f"timings-{DEV.slug}-run1.csv.gz")
     r = next(r for r in rows if r["call"] == "gat_u_dot_v" and r["F"] == "64")
     assert (r["edge_op"], r["a_type"], r["b_type"], r["heads"], r["out_len"], r["reduce_size"]) == \
         ("dot", "src", "dst", "4", "4", "16")
@@ -497,17 +499,17 @@ def test_collector_stops_at_budget_and_the_next_run_finishes(tmp_path):
     world = World()
     first = make_collector(tmp_path, world, deadline=0.05).run(sources)
     assert first.stop_reason == "budget" and 0 < first.cases < len(total)
-    rows = tune.read_rows(tmp_path / f"cases-{DEV.slug}-run1.csv.gz")
+    rows = shards.read_rows(tmp_path / f"cases-{DEV.slug}-run1.csv.gz")
     assert len(rows) == first.cases  # everything finished was flushed
     # It stopped near the deadline: past it by less than one case.
     assert world.now < 0.05 + max(float(r["wall_s"]) for r in rows)
     # The next run (a new run id, so new files) does the rest and nothing twice.
     world2 = World()
     backend = FakeBackend(world2)
-    cfg = tune.CollectConfig(tmp_path / "next", "run2", 1e9, resume_dirs=(tmp_path,), widths=(8, 64), heads=(1, 4),
+    cfg = collect.CollectConfig(tmp_path / "next", "run2", 1e9, resume_dirs=(tmp_path,), widths=(8, 64), heads=(1, 4),
                              calls=("copy_u_sum", "copy_u_sum_rev", "gat_u_dot_v", "gat_e_sub_v"))
-    second = tune.Collector(backend, cfg, clock=lambda: world2.now, log=lambda s: None).run(sources)
-    rows2 = tune.read_rows(tmp_path / "next" / f"cases-{DEV.slug}-run2.csv.gz")
+    second = collect.Collector(backend, cfg, clock=lambda: world2.now, log=lambda s: None).run(sources)
+    rows2 = shards.read_rows(tmp_path / "next" / f"cases-{DEV.slug}-run2.csv.gz")
     keys1, keys2 = {r["case_id"] for r in rows}, {r["case_id"] for r in rows2}
     assert not keys1 & keys2 and keys1 | keys2 == total and second.stop_reason == "suite complete"
 
@@ -523,14 +525,14 @@ def test_collector_survives_a_config_that_kills_the_context(tmp_path):
         try:
             stats = col.run(sources)
             break
-        except autotune.DeviceLost:
+        except timing.DeviceLost:
             col.note_device_lost()
             restarts += 1
             assert restarts < 5
     assert restarts == 2  # batch death, then the isolating re-run names the configuration
-    rows = {r["case_id"]: r for r in tune.read_rows(tmp_path / f"cases-{DEV.slug}-run1.csv.gz")}
+    rows = {r["case_id"]: r for r in shards.read_rows(tmp_path / f"cases-{DEV.slug}-run1.csv.gz")}
     assert set(rows) == planned(sources) and rows[victim]["status"] == "ok"
-    bad = [t for t in tune.read_rows(tmp_path / f"timings-{DEV.slug}-run1.csv.gz")
+    bad = [t for t in shards.read_rows(tmp_path / f"timings-{DEV.slug}-run1.csv.gz")
            if t["case_id"] == victim and t["status"] == "error"]
     assert [(t["strategy"], t["g"], t["t"], t["message"]) for t in bad] == [("thread_vertex", "64", "1", "killed the GPU context")]
     state = json.loads((tmp_path / "state-run1.json").read_text())
@@ -541,15 +543,15 @@ def test_collector_records_failed_cases_and_goes_on(tmp_path, monkeypatch):
     sources = small_sources()[:1]
     world = World()
     col = make_collector(tmp_path, world)
-    real = tune.make_op
+    real = calls.make_op
 
     def flaky(backend, graph, call, width, heads, dtype):
         if call.edge_op == "dot" and width == 8:
             raise MemoryError("out of memory")
         return real(backend, graph, call, width, heads, dtype)
-    monkeypatch.setattr(tune, "make_op", flaky)
+    monkeypatch.setattr(collect, "make_op", flaky)
     stats = col.run(sources)
-    rows = tune.read_rows(tmp_path / f"cases-{DEV.slug}-run1.csv.gz")
+    rows = shards.read_rows(tmp_path / f"cases-{DEV.slug}-run1.csv.gz")
     failed = [r for r in rows if r["status"] == "failed"]
     assert stats.failed == len(failed) == 2 and all("out of memory" in r["message"] for r in failed)
     assert len(rows) == len(planned(sources))
@@ -557,18 +559,18 @@ def test_collector_records_failed_cases_and_goes_on(tmp_path, monkeypatch):
 
 def test_truncated_shard_keeps_complete_members(tmp_path):
     path = tmp_path / "cases-x.csv.gz"
-    tune.Shards._append(path, ("a", "b"), [{"a": 1, "b": 2}])
-    tune.Shards._append(path, ("a", "b"), [{"a": 3, "b": 4}])
+    shards.Shards._append(path, ("a", "b"), [{"a": 1, "b": 2}])
+    shards.Shards._append(path, ("a", "b"), [{"a": 3, "b": 4}])
     whole = path.read_bytes()
-    tune.Shards._append(path, ("a", "b"), [{"a": 5, "b": 6}])
+    shards.Shards._append(path, ("a", "b"), [{"a": 5, "b": 6}])
     path.write_bytes(path.read_bytes()[:len(whole) + 12])  # the last member cut short by a kill
-    assert tune.read_rows(path) == [{"a": "1", "b": "2"}, {"a": "3", "b": "4"}]
+    assert shards.read_rows(path) == [{"a": "1", "b": "2"}, {"a": "3", "b": "4"}]
 
 
 def test_tier_scheduler_spreads_time_over_sizes():
-    srcs = [tune.GraphSource(f"s{i}", "degree", "train", 1000) for i in range(3)] + \
-           [tune.GraphSource(f"l{i}", "degree", "train", 10 ** 7) for i in range(3)]
-    sched = tune.TierScheduler(srcs)
+    srcs = [calls.GraphSource(f"s{i}", "degree", "train", 1000) for i in range(3)] + \
+           [calls.GraphSource(f"l{i}", "degree", "train", 10 ** 7) for i in range(3)]
+    sched = collect.TierScheduler(srcs)
     order = []
     while (s := sched.pop()) is not None:
         order.append(s.name)
@@ -581,7 +583,7 @@ def test_audit_summary_reports_cut_losses_and_beyond_limit_wins():
     timings = [dict(case_id="c", status="ok", ms="1.0", first_ms="3.0"),   # the winner, slow at screening
                dict(case_id="c", status="ok", ms="1.2", first_ms="1.0"),
                dict(case_id="c", status="beyond", ms="0.9", first_ms="0.9")]
-    s = tune.audit_summary(cases, timings, cut=2.5)
+    s = run.audit_summary(cases, timings, cut=2.5)
     assert s["audited_cases"] == 1 and s["cut_lost_winner"] == 1 and s["cut_worst_slowdown"] == pytest.approx(1.2)
     assert s["beyond_limit_faster_cases"] == 1
 
@@ -590,16 +592,15 @@ def test_audit_summary_reports_cut_losses_and_beyond_limit_wins():
 
 @pytest.mark.skipif(_ext._C is None, reason="needs the compiled core")
 def test_every_collected_call_runs_on_the_cpu_core():
-    from dgl_ugraph import ops
-    s, d, n = tune.load_source(small_sources()[2])
+    s, d, n = calls.load_source(small_sources()[2])
     backend = FakeBackend(World())
     g = backend.graph(s, d, n)
-    backend.operand = lambda graph, rows, shape, dtype: torch.rand((rows,) + shape, dtype=tune.DTYPES[dtype]) + 0.5
-    for name, call in tune.CALLS.items():
+    backend.operand = lambda graph, rows, shape, dtype: torch.rand((rows,) + shape, dtype=calls.DTYPES[dtype]) + 0.5
+    for name, call in calls.CALLS.items():
         graph = g.reverse() if call.graph == "rev" else g
-        case = tune.CaseSpec("g", name, 16 if call.per_width else 4, "float32", "int32")
-        op = tune.make_op(backend, graph, call, case.width, case.heads, "float32")
-        out = ops.ugrapher(graph, op)[0]
+        case = calls.CaseSpec("g", name, 16 if call.per_width else 4, "float32", "int32")
+        op = calls.make_op(backend, graph, call, case.width, case.heads, "float32")
+        out = ugrapher(graph, op)[0]
         assert out.shape[0] == (graph.num_edges if call.gather_op == "none" else graph.num_dst)
         assert torch.isfinite(out).all()
 
@@ -631,9 +632,9 @@ def test_dgl_calls_table_matches_what_dgl_issues(monkeypatch):
     layers = {"gcn": GraphConv(f, f), "gin": GINConv(None, "sum"), "sage_mean": SAGEConv(f, f, "mean"),
               "sage_gcn": SAGEConv(f, f, "gcn"), "sage_pool": SAGEConv(f, f, "pool"), "gat": GATConv(f, f // 4, 4)}
     expected = set()
-    for name, call in tune.CALLS.items():
+    for name, call in calls.CALLS.items():
         def templ(o, width=f, heads=4):
-            return None if o is None else tune.operand_shape(o[1], width, heads)
+            return None if o is None else calls.operand_shape(o[1], width, heads)
         a, b = templ(call.a), templ(call.b)
         if call.gather_op == "none":
             tgt = {"src": "u", "dst": "v", "edge": "e"}
@@ -657,7 +658,7 @@ def test_dgl_calls_table_matches_what_dgl_issues(monkeypatch):
 # ---- the decision and the whole pipeline --------------------------------------------------------------------
 
 class CudaLikeGraph:
-    """What decide() reads from a graph, on a pretend CUDA device."""
+    """What policy.learned() reads from a graph, on a pretend CUDA device."""
 
     def __init__(self):
         g = UGraph.from_coo(torch.tensor([0, 1, 2, 3]), torch.tensor([1, 2, 3, 0]), 4, 4, torch.int32)
@@ -680,36 +681,37 @@ def test_decide_uses_the_model_then_the_autotuner(monkeypatch, tmp_path):
     order = [ParallelInfo("warp_edge", 8, 4), ParallelInfo("thread_edge", 1, 1), ParallelInfo("warp_vertex", 2, 1)]
     monkeypatch.setattr(predictor, "device_info", lambda device=None: DEV)
     monkeypatch.setattr(predictor, "load", lambda family: FixedModel(order))
-    monkeypatch.setattr(predictor, "_failed", [])
+    monkeypatch.setattr(policy, "_failed", [])
     graph = CudaLikeGraph()
-    assert predictor.decide(graph, sig(), list(STRATEGIES)) == order[0]
-    assert predictor.decide(UGraph.from_coo(torch.tensor([0]), torch.tensor([0]), 1, 1), sig(), list(STRATEGIES)) is None
+    assert policy.learned(graph, sig(), list(STRATEGIES)) == order[0]
+    assert policy.learned(UGraph.from_coo(torch.tensor([0]), torch.tensor([0]), 1, 1), sig(), list(STRATEGIES)) is None
     # Autotuning: the top-k are timed once, the fastest wins and is remembered.
     measured = []
 
     def measure(g, op, configs):
         measured.append(list(configs))
         return {c: 1.0 + i for i, c in enumerate(reversed(configs))}
-    tuner = autotune.Autotuner(autotune.AutotuneCache(tmp_path / "a.json", DEV, "h"), measure)
+    tuner = autotune.Autotuner(autotune.AutotuneCache(tmp_path / "a.json", DEV, "h"))
     monkeypatch.setenv("DGL_UGRAPH_AUTOTUNE", "1")
     monkeypatch.setenv("DGL_UGRAPH_AUTOTUNE_TOPK", "2")
     monkeypatch.setattr(autotune, "tuner_for", lambda dev, core_hash: tuner)
     monkeypatch.setattr(torch.cuda, "is_current_stream_capturing", lambda: False)
     monkeypatch.setattr(_ext, "core", lambda: type("Core", (), {"build_info": staticmethod(lambda: {"cuda_source_hash": "h"})}))
-    assert predictor.decide(graph, sig(), list(STRATEGIES), op=object()) == order[1]
-    assert predictor.decide(graph, sig(), list(STRATEGIES), op=object()) == order[1]
+    assert policy.learned(graph, sig(), list(STRATEGIES), op=object(), measure=measure) == order[1]
+    assert policy.learned(graph, sig(), list(STRATEGIES), op=object(), measure=measure) == order[1]
     assert measured == [order[:2]]
-    # Without the operands there is nothing to time: the model decides.
-    assert predictor.decide(graph, sig(), list(STRATEGIES)) == order[0]
+    # Without the operands, or without a way to time them, there is nothing to time: the model decides.
+    assert policy.learned(graph, sig(), list(STRATEGIES)) == order[0]
+    assert policy.learned(graph, sig(), list(STRATEGIES), op=object()) == order[0]
 
 
 def test_decide_without_a_model_autotunes_the_shortlist_or_defers(monkeypatch):
     monkeypatch.setattr(predictor, "device_info", lambda device=None: DEV)
     monkeypatch.setattr(predictor, "load", lambda family: None)
-    monkeypatch.setattr(predictor, "_failed", [])
+    monkeypatch.setattr(policy, "_failed", [])
     graph = CudaLikeGraph()
-    assert predictor.decide(graph, sig(), list(STRATEGIES)) is None  # the heuristic serves
-    short = predictor.shortlist(sig(width=8), graph.stats, list(STRATEGIES))
+    assert policy.learned(graph, sig(), list(STRATEGIES)) is None  # the heuristic serves
+    short = policy.shortlist(sig(width=8), graph.stats, list(STRATEGIES))
     assert len(short) == len(set(short)) and all(c.tiling <= predictor.max_tiling(c.strategy, 8) for c in short)
     assert {c.strategy for c in short} == set(STRATEGIES)
 
@@ -720,12 +722,12 @@ def test_decide_failure_warns_once_and_defers(monkeypatch):
             raise RuntimeError("corrupt")
     monkeypatch.setattr(predictor, "device_info", lambda device=None: DEV)
     monkeypatch.setattr(predictor, "load", lambda family: Broken())
-    monkeypatch.setattr(predictor, "_failed", [])
+    monkeypatch.setattr(policy, "_failed", [])
     with pytest.warns(RuntimeWarning, match="corrupt"):
-        assert predictor.decide(CudaLikeGraph(), sig(), list(STRATEGIES)) is None
+        assert policy.learned(CudaLikeGraph(), sig(), list(STRATEGIES)) is None
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        assert predictor.decide(CudaLikeGraph(), sig(), list(STRATEGIES)) is None
+        assert policy.learned(CudaLikeGraph(), sig(), list(STRATEGIES)) is None
 
 
 def _script(name):
@@ -743,7 +745,7 @@ def test_collect_train_export_evaluate(tmp_path):
     pytest.importorskip("matplotlib")
     specs = [gs.GraphSpec(f"g{i}", "degree", 300 + 100 * i, 1500 + 900 * i, [0.5, 3.0, 30.0][i % 3],
                           ["random", "banded", "clustered"][i % 3], seed=i) for i in range(6)]
-    sources = [tune.GraphSource(s.name, "degree", "holdout" if i in (1, 4) else "train", s.num_edges, spec=s)
+    sources = [calls.GraphSource(s.name, "degree", "holdout" if i in (1, 4) else "train", s.num_edges, spec=s)
                for i, s in enumerate(specs)]
     world = World(noise=0.02)
     make_collector(tmp_path / "data", world).run(sources)
@@ -815,16 +817,15 @@ def test_cuda_runner_glue_on_a_mock_device(monkeypatch):
     monkeypatch.setattr(torch.cuda, "_sleep", lambda cycles: None)
     monkeypatch.setattr(torch.cuda, "current_device", lambda: 0)
     monkeypatch.setattr(torch.cuda, "device", lambda index: contextlib.nullcontext())
-    monkeypatch.setattr(autotune, "_sleep_cycles_per_ms", {})
-    monkeypatch.setattr(autotune, "_event_pools", {})
-    s, d, n = tune.load_source(small_sources()[0])
+    monkeypatch.setattr(timing, "_sleep_cycles_per_ms", {})
+    monkeypatch.setattr(timing, "_event_pools", {})
+    s, d, n = calls.load_source(small_sources()[0])
     g = FakeBackend(World()).graph(s, d, n)
-    op = tune.make_op(type("B", (), {"operand": staticmethod(lambda graph, rows, shape, dtype: torch.rand((rows,) + shape))})(),
-                      g, tune.CALLS["copy_u_sum"], 16, 1, "float32")
-    from dgl_ugraph.ops import signature
+    op = calls.make_op(type("B", (), {"operand": staticmethod(lambda graph, rows, shape, dtype: torch.rand((rows,) + shape))})(),
+                      g, calls.CALLS["copy_u_sum"], 16, 1, "float32")
     configs = predictor.config_space(signature(g, op)[0], list(STRATEGIES))
-    runner = autotune.CudaRunner(g, op, configs[0])
-    timings = autotune.time_configs(runner, configs, autotune.TimingPolicy(cut=2.0, target_ms=0.05))
+    runner = timing.CudaRunner(g, op, configs[0])
+    timings = timing.time_configs(runner, configs, timing.TimingPolicy(cut=2.0, target_ms=0.05))
     by = {t.config: t for t in timings}
     assert by[ParallelInfo("thread_vertex", 64, 1)].status == "refused"
     for c, t in by.items():
@@ -833,7 +834,7 @@ def test_cuda_runner_glue_on_a_mock_device(monkeypatch):
             assert t.ms == pytest.approx(want) and t.first_ms == pytest.approx(want)
     assert runner.workspace is not None and runner.capacity == 256
     best = min((t for t in timings if t.status == "ok"), key=lambda t: t.ms)
-    times = autotune.measure_on_gpu(g, op, [best.config, ParallelInfo("warp_edge", 1, 1)])
+    times = timing.measure_on_gpu(g, op, [best.config, ParallelInfo("warp_edge", 1, 1)])
     assert min(times, key=times.get) == best.config
 
 
@@ -842,12 +843,12 @@ def test_supervisor_restarts_a_worker_that_lost_the_gpu(tmp_path):
     script = ("import pathlib, sys; p = pathlib.Path(sys.argv[1]); n = int(p.read_text()) if p.exists() else 0; "
               "p.write_text(str(n + 1)); sys.exit(3 if n < 2 else 0)")
     logs = []
-    rc = tune.supervise([sys.executable, "-c", script, str(counter)], deadline=1e12, log=logs.append)
+    rc = run.supervise([sys.executable, "-c", script, str(counter)], deadline=1e12, log=logs.append)
     assert rc == 0 and counter.read_text() == "3" and len(logs) == 2
     counter.unlink()
-    rc = tune.supervise([sys.executable, "-c", script, str(counter)], deadline=1e12, max_restarts=1, log=logs.append)
+    rc = run.supervise([sys.executable, "-c", script, str(counter)], deadline=1e12, max_restarts=1, log=logs.append)
     assert rc == 3 and counter.read_text() == "2"
-    assert tune.supervise([sys.executable, "-c", "raise SystemExit(1)"], deadline=1e12, log=logs.append) == 1
+    assert run.supervise([sys.executable, "-c", "raise SystemExit(1)"], deadline=1e12, log=logs.append) == 1
 
 
 def test_finish_meta_summarises_the_run(tmp_path):
@@ -855,7 +856,7 @@ def test_finish_meta_summarises_the_run(tmp_path):
     make_collector(tmp_path, world, audit_every=2).run(small_sources()[:2])
     meta = tmp_path / "meta.json"
     meta.write_text(json.dumps({"run_id": "run1"}))
-    out = tune.finish_meta(meta, tmp_path, f"{DEV.slug}-run1", cut=2.5)
+    out = run.finish_meta(meta, tmp_path, f"{DEV.slug}-run1", cut=2.5)
     assert out["run_id"] == "run1" and out["cases"] == out["cases_ok"] == len(planned(small_sources()[:2]))
     assert out["audit"]["audited_cases"] > 0 and out["timings_by_status"]["ok"] > 0
     assert json.loads(meta.read_text())["cases"] == out["cases"]

@@ -16,7 +16,8 @@ import torch.nn.functional as F
 
 import dgl
 import dgl_ugraph
-from dgl_ugraph import _ext, cache
+from dgl_ugraph.dgl import cache
+from dgl_ugraph.core import _ext
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 pytestmark = [pytest.mark.skipif(_ext.LOAD_ERROR is not None, reason=str(_ext.LOAD_ERROR)),

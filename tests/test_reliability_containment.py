@@ -16,7 +16,8 @@ import torch.nn.functional as F
 
 import dgl
 import dgl_ugraph
-from dgl_ugraph import _ext, cache, integration, ops
+from dgl_ugraph.dgl import cache, interception, recognition
+from dgl_ugraph.core import _ext, ops
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 pytestmark = pytest.mark.skipif(_ext.LOAD_ERROR is not None, reason=str(_ext.LOAD_ERROR))
@@ -25,8 +26,8 @@ pytestmark = pytest.mark.skipif(_ext.LOAD_ERROR is not None, reason=str(_ext.LOA
 @pytest.fixture(autouse=True)
 def isolated_failures(plugin_on, monkeypatch):
     cache.clear()  # decisions live on graph entries: no test inherits another's
-    monkeypatch.setattr(integration, "_failed", {})
-    monkeypatch.setattr(integration, "_warned", set())
+    monkeypatch.setattr(recognition, "_failed", {})
+    monkeypatch.setattr(recognition, "_warned", set())
     yield
     cache.clear()
 
@@ -213,7 +214,7 @@ def test_extension_that_fails_to_import_in_a_fresh_process(tmp_path):
         warnings.simplefilter("always")
         import torch, dgl, torch.nn.functional as F
         import dgl_ugraph
-        from dgl_ugraph import _ext
+        from dgl_ugraph.core import _ext
         assert _ext._C is None and "failed to load" in _ext.LOAD_ERROR
         torch.manual_seed(0)
         g = dgl.add_self_loop(dgl.rand_graph(100, 600))
@@ -248,7 +249,7 @@ def test_failure_in_the_backward_pass_only(monkeypatch):
     """The forward pass runs on dgl_ugraph; the reverse-graph kernel of the backward raises."""
     g, x, y = problem(5)
     ref = native("GCN", g, x, y)
-    real = integration.Plan
+    real = interception.Plan
 
     def flaky(graph, op_info, parallel_info=None):
         if getattr(flaky, "in_backward", False):
@@ -265,7 +266,7 @@ def test_failure_in_the_backward_pass_only(monkeypatch):
             flaky.in_backward = True
             return grad
 
-    monkeypatch.setattr(integration, "Plan", flaky)
+    monkeypatch.setattr(interception, "Plan", flaky)
     torch.manual_seed(0)
     model = GCN()
     opt = torch.optim.Adam(model.parameters(), lr=0.01)

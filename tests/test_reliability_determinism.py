@@ -11,10 +11,12 @@ import torch.nn.functional as F
 
 import dgl
 import dgl_ugraph
-from dgl_ugraph import _ext, ops
-from dgl_ugraph.abstraction import STRATEGIES, ParallelInfo
-from dgl_ugraph.graph import DegreeStats, UGraph
-from dgl_ugraph.select import ATOMIC_STRATEGIES, DTYPE_NAMES, Signature, candidates, deterministic, heuristic, why_not
+from dgl_ugraph.core import _ext
+from dgl_ugraph.core.abstraction import DTYPE_NAMES, STRATEGIES, ParallelInfo, Signature
+from dgl_ugraph.core.capability import ATOMIC_STRATEGIES, candidates, deterministic, why_not
+from dgl_ugraph.core.graph import DegreeStats, UGraph
+from dgl_ugraph.selection import policy
+from dgl_ugraph.selection.rules import heuristic
 
 pytestmark = pytest.mark.usefixtures("plugin_on")
 
@@ -77,7 +79,7 @@ def test_env_values_other_than_1_do_not_switch_it_on(monkeypatch):
 
 def test_choose_never_returns_an_atomic_sum_in_deterministic_mode(monkeypatch):
     """Even a forced DGL_UGRAPH_STRATEGY naming an atomic strategy yields in deterministic mode."""
-    monkeypatch.setattr(ops._ext, "compiled_cuda_keys", lambda: ALL_COMPILED)
+    monkeypatch.setattr(_ext, "compiled_cuda_keys", lambda: ALL_COMPILED)
     monkeypatch.setenv("DGL_UGRAPH_DETERMINISTIC", "1")
     graph = UGraph.from_coo(torch.tensor([0, 1, 2, 2]), torch.tensor([1, 2, 0, 1]), 3, 3)
     for forced in ("thread_edge:4:2", "warp_edge", None):
@@ -85,10 +87,10 @@ def test_choose_never_returns_an_atomic_sum_in_deterministic_mode(monkeypatch):
             monkeypatch.setenv("DGL_UGRAPH_STRATEGY", forced)
         else:
             monkeypatch.delenv("DGL_UGRAPH_STRATEGY", raising=False)
-        pinfo = ops.choose(graph, sig("sum"))
+        pinfo = policy.choose(graph, sig("sum"))
         assert isinstance(pinfo, ParallelInfo) and pinfo.strategy not in ATOMIC_STRATEGIES
     monkeypatch.setenv("DGL_UGRAPH_STRATEGY", "thread_edge:4:2")
-    assert ops.choose(graph, sig("max")).strategy == "thread_edge"  # max/min keep their atomics
+    assert policy.choose(graph, sig("max")).strategy == "thread_edge"  # max/min keep their atomics
 
 
 # ---- bitwise-equal training ---------------------------------------------------------------------------
@@ -182,7 +184,7 @@ def test_a_cuda_decision_is_remade_when_the_mode_changes(monkeypatch):
     """A CUDA configuration chosen before deterministic mode was switched on (say, an atomic
     sum) is not kept: the next call decides again. CPU decisions carry no configuration and are
     kept. (The device half, through DGL, is tests/gpu/test_reliability_gpu.py.)"""
-    from dgl_ugraph import integration
+    from dgl_ugraph.dgl import recognition
 
     class Entry:
         decisions = {}
@@ -192,23 +194,22 @@ def test_a_cuda_decision_is_remade_when_the_mode_changes(monkeypatch):
 
     def fake_decide(entry_, key, op, lhs, rhs):
         strategy = "thread_vertex" if deterministic() else "thread_edge"
-        d = integration._Decision(None, pattern=object(), parallel_info=ParallelInfo(strategy, 4, 2))
-        d.deterministic = deterministic()
+        d = recognition.Decision(None, pattern=object(), choice=policy.Choice(ParallelInfo(strategy, 4, 2), deterministic()))
         made.append(d)
         return d
 
-    monkeypatch.setattr(integration.cache, "entry_for", lambda gidx: entry)
-    monkeypatch.setattr(integration, "_decide", fake_decide)
+    monkeypatch.setattr(recognition.cache, "entry_for", lambda gidx: entry)
+    monkeypatch.setattr(recognition, "_decide", fake_decide)
     monkeypatch.delenv("DGL_UGRAPH_DETERMINISTIC", raising=False)
     key = ("gspmm", "copy_lhs", "sum", None, None, None)
-    first = integration._decision_for(object(), key, "copy_lhs", None, None)[1]
-    assert integration._decision_for(object(), key, "copy_lhs", None, None)[1] is first
+    first = recognition.decision_for(object(), key, "copy_lhs", None, None)[1]
+    assert recognition.decision_for(object(), key, "copy_lhs", None, None)[1] is first
     monkeypatch.setenv("DGL_UGRAPH_DETERMINISTIC", "1")
-    again = integration._decision_for(object(), key, "copy_lhs", None, None)[1]
-    assert again is not first and again.parallel_info.strategy == "thread_vertex"
-    assert integration._decision_for(object(), key, "copy_lhs", None, None)[1] is again
-    cpu = integration._Decision(None, pattern=object())
+    again = recognition.decision_for(object(), key, "copy_lhs", None, None)[1]
+    assert again is not first and again.choice.parallel_info.strategy == "thread_vertex"
+    assert recognition.decision_for(object(), key, "copy_lhs", None, None)[1] is again
+    cpu = recognition.Decision(None, pattern=object())
     entry.decisions[key] = cpu
     monkeypatch.delenv("DGL_UGRAPH_DETERMINISTIC")
-    assert integration._decision_for(object(), key, "copy_lhs", None, None)[1] is cpu
+    assert recognition.decision_for(object(), key, "copy_lhs", None, None)[1] is cpu
     assert len(made) == 2

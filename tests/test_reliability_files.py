@@ -11,9 +11,10 @@ import warnings
 import pytest
 import torch
 
-from dgl_ugraph import autotune, predictor
-from dgl_ugraph.abstraction import ParallelInfo
-from dgl_ugraph.predictor import DeviceInfo
+from dgl_ugraph import settings
+from dgl_ugraph.core.abstraction import ParallelInfo
+from dgl_ugraph.selection import autotune, predictor
+from dgl_ugraph.selection.predictor import DeviceInfo
 
 DEV = DeviceInfo("NVIDIA H100 80GB HBM3", 132, 50 * 2 ** 20, 9, 0)
 MARKER = "/tmp/dgl_ugraph_pwned"
@@ -103,7 +104,7 @@ def test_model_loading_uses_json_only(cache_home, monkeypatch):
 
 def test_predictor_source_has_no_unsafe_loaders():
     import inspect
-    from dgl_ugraph import autotune as at, predictor as pr
+    from dgl_ugraph.selection import autotune as at, predictor as pr
     for module in (pr, at):
         src = inspect.getsource(module)
         for word in ("import pickle", "pickle.load", "eval(", "exec(", "torch.load", "np.load", "yaml.load",
@@ -118,7 +119,7 @@ def test_cache_lives_in_the_users_cache_directory(cache_home, monkeypatch):
     c = autotune.AutotuneCache.for_device(DEV, "abc")
     assert c.path == cache_home / "dgl_ugraph" / "autotune" / f"{DEV.slug}.json"
     monkeypatch.delenv("XDG_CACHE_HOME")
-    assert str(predictor.user_cache_dir()).startswith(os.path.join(os.path.expanduser("~"), ".cache"))
+    assert str(settings.cache_dir()).startswith(os.path.join(os.path.expanduser("~"), ".cache"))
 
 
 @pytest.mark.parametrize("payload", list(PAYLOADS))

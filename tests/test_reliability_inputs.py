@@ -13,8 +13,9 @@ import dgl
 import dgl.function as fn
 import dgl_ugraph
 from dgl.backend.pytorch import sparse
-from dgl_ugraph import OpInfo, UGraph, _ext, integration, ugrapher
-from dgl_ugraph.ops import prepare
+from dgl_ugraph import OpInfo, UGraph, ugrapher
+from dgl_ugraph.core import _ext
+from dgl_ugraph.core.ops import prepare
 from tests.dgl_errors import same_error
 from tests.reference import reference
 

@@ -14,8 +14,10 @@ import torch
 
 import dgl
 import dgl_ugraph
-from dgl_ugraph import UGraph, _ext, integration
-from dgl_ugraph.ops import edge_softmax
+from dgl_ugraph import UGraph
+from dgl_ugraph.dgl import interception
+from dgl_ugraph.core import _ext
+from dgl_ugraph.core.ops import edge_softmax
 from tests.dgl_errors import same_error
 from tests.test_core_cpu import omp_threads
 
@@ -289,7 +291,7 @@ def test_a_failing_kernel_costs_one_warning_and_gives_dgls_results(monkeypatch, 
     score, grad = torch.randn(g.num_edges(), 4, 1), torch.randn(g.num_edges(), 4, 1)
     with dgl_ugraph.disabled():
         want = softmax_step(g, score, grad, "dst")
-    monkeypatch.setattr(integration, "edge_softmax", broken)
+    monkeypatch.setattr(interception, "edge_softmax", broken)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         for _ in range(3):
@@ -306,9 +308,9 @@ def test_a_failing_kernel_costs_one_warning_and_gives_dgls_results(monkeypatch, 
 @pytest.mark.usefixtures("plugin_on")
 def test_an_op_dgl_never_passes_goes_to_dgl_unrecorded(monkeypatch):
     calls = []
-    monkeypatch.setitem(integration._dgl, "_edge_softmax_forward", lambda *a: calls.append(a) or "dgl")
+    monkeypatch.setitem(interception._dgl, "_edge_softmax_forward", lambda *a: calls.append(a) or "dgl")
     g = dgl_graph(torch.int64)
-    assert integration._edge_softmax_forward(g._graph, torch.rand(g.num_edges()), "copy_lhs") == "dgl"
+    assert interception._edge_softmax_forward(g._graph, torch.rand(g.num_edges()), "copy_lhs") == "dgl"
     assert len(calls) == 1 and not softmax_patterns()
 
 
@@ -319,7 +321,7 @@ def test_every_instruction_set_gives_the_same_values(tmp_path):
         "import sys, torch\n"
         "sys.path.insert(0, '.')\n"
         "from tests.test_softmax_cpu import hub_graph, scores\n"
-        "from dgl_ugraph.ops import edge_softmax\n"
+        "from dgl_ugraph.core.ops import edge_softmax\n"
         "out = {}\n"
         "for dtype in (torch.float32, torch.float64, torch.bfloat16):\n"
         "    for shape in ((1,), (8,), (3,)):\n"

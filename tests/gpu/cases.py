@@ -7,8 +7,8 @@ from typing import List, NamedTuple, Tuple
 
 import torch
 
-from dgl_ugraph.abstraction import OpInfo
-from dgl_ugraph.graph import UGraph
+from dgl_ugraph.core.abstraction import OpInfo
+from dgl_ugraph.core.graph import UGraph
 
 NODE_TYPES = ("src", "dst", "edge")
 BINARY = ("add", "sub", "mul", "div")

@@ -2,8 +2,8 @@
 
 A GCN step (copy_u-sum) and a GAT step (u_add_v, edge softmax as copy_e-max, e_sub_v, copy_e-sum
 and e_div_v, u_mul_e-sum, and their backward passes: copy_e-sum, u_dot_v, e_mul_v and the sums
-on the reverse graph) run every sparse operation through `ops.Plan`. Each step is captured with
-torch.cuda.graph, forward, backward and optimizer together, and replayed; its losses and
+on the reverse graph) run every sparse operation through `policy.plan` (an `ops.Plan`). Each step
+is captured with torch.cuda.graph, forward, backward and optimizer together, and replayed; its losses and
 parameters must equal those of the same steps run eagerly from the same start.
 """
 from __future__ import annotations
@@ -17,9 +17,10 @@ import torch
 _HERE = pathlib.Path(__file__).resolve().parent
 sys.path[:0] = [p for p in (str(_HERE.parents[1]),) if p not in sys.path]
 
-from dgl_ugraph import _ext, ops  # noqa: E402
-from dgl_ugraph.abstraction import OpInfo  # noqa: E402
-from dgl_ugraph.graph import UGraph  # noqa: E402
+from dgl_ugraph.core import _ext  # noqa: E402
+from dgl_ugraph.core.abstraction import OpInfo  # noqa: E402
+from dgl_ugraph.core.graph import UGraph  # noqa: E402
+from dgl_ugraph.selection import policy  # noqa: E402
 
 pytestmark = pytest.mark.skipif(not (torch.cuda.is_available() and _ext.has_cuda()),
                                 reason="needs a GPU and the CUDA core")
@@ -39,7 +40,7 @@ class Kernels:
         plan = self.plans.get(name)
         if plan is None:
             op = OpInfo(edge_op, gather, a, a_type, b, b_type, "edge" if gather == "none" else "dst")
-            plan = self.plans[name] = ops.Plan(self.rev if reverse else self.graph, op)
+            plan = self.plans[name] = policy.plan(self.rev if reverse else self.graph, op)
         return plan.run(a, b)[0]
 
 

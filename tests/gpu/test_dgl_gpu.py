@@ -25,7 +25,7 @@ import torch
 _HERE = pathlib.Path(__file__).resolve().parent
 sys.path[:0] = [p for p in (str(_HERE.parents[1]), str(_HERE.parent), str(_HERE)) if p not in sys.path]
 
-from dgl_ugraph import _ext  # noqa: E402
+from dgl_ugraph.core import _ext  # noqa: E402
 
 
 def _why_skip():
@@ -55,7 +55,7 @@ from dgl_errors import same_error  # noqa: E402
 from test_dgl_cache import builds, random_graph, step  # noqa: E402,F401  (builds: a fixture)
 
 import dgl_ugraph  # noqa: E402
-from dgl_ugraph import cache, integration  # noqa: E402
+from dgl_ugraph.dgl import cache, interception, recognition  # noqa: E402
 
 pytestmark = pytest.mark.usefixtures("plugin_on")
 DEVICE = "cuda"
@@ -227,7 +227,7 @@ def test_toggle_on_cuda_tensors():
     theirs = dgl.ops.copy_u_max(g, x)
     assert torch.equal(ours, theirs)
     dgl_ugraph.enable()
-    assert sparse._gspmm is integration._gspmm
+    assert sparse._gspmm is interception._gspmm
     with dgl_ugraph.disabled():
         assert torch.equal(dgl.ops.copy_u_max(g, x), theirs)
     assert dgl_ugraph.stats()["calls"] == 1  # DGL's own runs are not ours to count
@@ -300,8 +300,8 @@ def test_unsupported_calls_on_cuda_go_to_dgl_with_a_reason(case):
 
 
 def test_a_failing_cuda_kernel_costs_one_warning_and_gives_dgls_results(monkeypatch):
-    monkeypatch.setattr(integration, "_failed", {})
-    monkeypatch.setattr(integration, "_warned", set())
+    monkeypatch.setattr(recognition, "_failed", {})
+    monkeypatch.setattr(recognition, "_warned", set())
 
     def broken(*args, **kwargs):
         raise RuntimeError("injected failure")
@@ -311,7 +311,7 @@ def test_a_failing_cuda_kernel_costs_one_warning_and_gives_dgls_results(monkeypa
     with dgl_ugraph.disabled():
         ref = step(g, x, weight)
         ref_grad, weight.grad = weight.grad, None
-    monkeypatch.setattr(integration, "Plan", broken)
+    monkeypatch.setattr(interception, "Plan", broken)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         for _ in range(3):

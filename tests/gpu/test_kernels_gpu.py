@@ -19,9 +19,11 @@ sys.path[:0] = [p for p in (str(_HERE.parents[1]), str(_HERE.parent), str(_HERE)
 from cases import PARALLEL_SAMPLES, make_op, op_cases, suite_graph
 from reference import messages, reference
 
-from dgl_ugraph import _ext, ops
-from dgl_ugraph.abstraction import STRATEGIES, ParallelInfo
-from dgl_ugraph.select import DTYPE_NAMES, why_not
+from dgl_ugraph import ugrapher
+from dgl_ugraph.core import _ext, ops
+from dgl_ugraph.core.abstraction import DTYPE_NAMES, STRATEGIES, OpInfo, ParallelInfo
+from dgl_ugraph.core.capability import why_not
+from dgl_ugraph.core.graph import UGraph
 
 pytestmark = pytest.mark.skipif(not (torch.cuda.is_available() and _ext.has_cuda()),
                                 reason="needs a GPU and the CUDA core")
@@ -71,7 +73,7 @@ def run_case(graph, op, pinfo, dtype):
     ref_c, ref_a, ref_b = reference(graph, op)
     results = []
     for _ in range(2):
-        results.append(ops.ugrapher(graph, op, pinfo))
+        results.append(ugrapher(graph, op, pinfo))
     torch.cuda.synchronize()
     (c1, a1, b1), (c2, a2, b2) = results
     if not close(c1, ref_c, dtype):
@@ -111,7 +113,7 @@ def test_strategy_matches_oracle(strategy, dtype, idtype):
             if why_not(strategy, sig, graph.num_edges, compiled):
                 refused += 1
                 with pytest.raises(TypeError):
-                    ops.ugrapher(graph, op, pinfo)
+                    ugrapher(graph, op, pinfo)
                 continue
             failure = run_case(graph, op, pinfo, dtype)
             ran += 1
@@ -124,12 +126,10 @@ def test_strategy_matches_oracle(strategy, dtype, idtype):
 @pytest.mark.parametrize("strategy", STRATEGIES)
 def test_zero_edges_and_wide_rows(strategy):
     """Zero edges (every row empty) and a width past one warp's 32 lanes many times (F = 257)."""
-    from dgl_ugraph.abstraction import OpInfo
-    from dgl_ugraph.graph import UGraph
     empty = UGraph.from_coo(torch.zeros(0, dtype=torch.long), torch.zeros(0, dtype=torch.long), 5, 9).to("cuda")
     x = torch.randn(5, 257, device="cuda")
     for gather in ("sum", "max", "min"):
-        c, arg, _ = ops.ugrapher(empty, OpInfo("copy_lhs", gather, x, "src", None, "null", "dst"), ParallelInfo(strategy, 4, 3))
+        c, arg, _ = ugrapher(empty, OpInfo("copy_lhs", gather, x, "src", None, "null", "dst"), ParallelInfo(strategy, 4, 3))
         ref_c, ref_a, _ = reference(empty, OpInfo("copy_lhs", gather, x, "src", None, "null", "dst"))
         assert torch.equal(c.double(), ref_c) and (arg is None or torch.equal(arg.long(), ref_a))
     graph = suite_graph(torch.int64, "cuda", seed=3)

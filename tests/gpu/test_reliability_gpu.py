@@ -1,5 +1,5 @@
 """The reliability suite's device half (issue 7): a seeded fuzz twin of tests/test_dgl_fuzz.py
-against the fp64 oracle (tests/reference.py) through ops.ugrapher, >= 5,000 cases per run;
+against the fp64 oracle (tests/reference.py) through dgl_ugraph.ugrapher, >= 5,000 cases per run;
 64-bit offsets on a real large case; deterministic mode bitwise on the device; the bad inputs
 that only a GPU can show. Skipped without CUDA and the CUDA core.
 
@@ -30,10 +30,12 @@ sys.path[:0] = [p for p in (str(_HERE.parents[1]), str(_HERE.parent), str(_HERE)
 
 from reference import reduce_zero, reference  # noqa: E402
 
-from dgl_ugraph import _ext, ops  # noqa: E402
-from dgl_ugraph.abstraction import GROUPINGS, STRATEGIES, OpInfo, ParallelInfo  # noqa: E402
-from dgl_ugraph.graph import UGraph  # noqa: E402
-from dgl_ugraph.select import ATOMIC_STRATEGIES, DTYPE_NAMES, candidates, why_not  # noqa: E402
+from dgl_ugraph import ugrapher  # noqa: E402
+from dgl_ugraph.core import _ext, ops  # noqa: E402
+from dgl_ugraph.core.abstraction import DTYPE_NAMES, GROUPINGS, STRATEGIES, OpInfo, ParallelInfo  # noqa: E402
+from dgl_ugraph.core.capability import ATOMIC_STRATEGIES, candidates, why_not  # noqa: E402
+from dgl_ugraph.core.graph import UGraph  # noqa: E402
+from dgl_ugraph.selection import policy  # noqa: E402
 
 HAVE_GPU = torch.cuda.is_available() and _ext.has_cuda()
 pytestmark = pytest.mark.skipif(not HAVE_GPU, reason="needs a GPU and the CUDA core (no GPU here: skipped)")
@@ -181,7 +183,7 @@ def run_seed(seed: int) -> str:
     if pinfo is not None and why_not(pinfo.strategy, sig, graph.num_edges, compiled):
         ran["refused"] += 1
         try:
-            ops.ugrapher(graph, op, pinfo)
+            ugrapher(graph, op, pinfo)
         except TypeError:
             return ""
         return f"{desc}: a refused configuration ran instead of raising TypeError"
@@ -189,14 +191,14 @@ def run_seed(seed: int) -> str:
         ran["no_strategy"] += 1
         no_strategy.append(desc)
         return ""
-    first = ops.ugrapher(graph, op, pinfo)
-    second = ops.ugrapher(graph, op, pinfo)
+    first = ugrapher(graph, op, pinfo)
+    second = ugrapher(graph, op, pinfo)
     torch.cuda.synchronize()
     ran["fuzz"] += 1
     problem = compare(graph, op, first, dtype)
     if problem:
         return f"{desc}: {problem}"
-    order_free = op.gather_op != "sum" or (pinfo or ops.choose(graph, sig, op)).strategy not in ATOMIC_STRATEGIES
+    order_free = op.gather_op != "sum" or (pinfo or policy.choose(graph, sig, op)).strategy not in ATOMIC_STRATEGIES
     if order_free and not all(x is None or torch.equal(x, y) for x, y in zip(first, second)):
         return f"{desc}: two runs differ bitwise (a race?)"
     return ""
@@ -262,7 +264,7 @@ def test_edge_output_beyond_2_to_the_31_elements_with_int32_indices(strategy):
     sig, _ = ops.signature(graph, op)
     if why_not(strategy, sig, graph.num_edges, _ext.compiled_cuda_keys()):
         pytest.skip(f"{strategy} cannot run it")
-    c = ops.ugrapher(graph, op, ParallelInfo(strategy, 4, 8))[0]
+    c = ugrapher(graph, op, ParallelInfo(strategy, 4, 8))[0]
     torch.cuda.synchronize()
     sample = torch.cat([torch.arange(0, 1000, device="cuda"), torch.randint(0, e, (100000,), device="cuda", generator=gen),
                         torch.arange(e - 1000, e, device="cuda")])
@@ -287,7 +289,7 @@ def test_dst_output_beyond_2_to_the_31_elements_with_int32_indices(strategy):
         sig, _ = ops.signature(graph, op)
         if why_not(strategy, sig, graph.num_edges, _ext.compiled_cuda_keys()):
             continue
-        c = ops.ugrapher(graph, op, ParallelInfo(strategy, 4, 8))[0]
+        c = ugrapher(graph, op, ParallelInfo(strategy, 4, 8))[0]
         torch.cuda.synchronize()
         rows = torch.cat([torch.arange(0, 1000, device="cuda"), torch.arange(n - 1000, n, device="cuda")])
         assert torch.equal(c[rows], x[src[rows]])
@@ -306,7 +308,7 @@ def test_more_than_2_to_the_31_edges_needs_int64():
     order_dst = torch.repeat_interleave(torch.arange(n, device="cuda"), indptr.diff())
     graph = UGraph(n, n, indptr, src, order_dst, None)
     x = torch.ones(n, 1, device="cuda")
-    c = ops.ugrapher(graph, OpInfo("copy_lhs", "sum", x, "src", None, "null", "dst"))[0]
+    c = ugrapher(graph, OpInfo("copy_lhs", "sum", x, "src", None, "null", "dst"))[0]
     torch.cuda.synchronize()
     assert torch.equal(c.squeeze(1).long(), indptr.diff())
 
@@ -333,15 +335,15 @@ def gcn_gat_step(graph, weights):
     gen = torch.Generator(device="cuda").manual_seed(7)
     x = torch.randn(n, 64, device="cuda", generator=gen)
     h = x @ weights
-    agg = ops.ugrapher(graph, OpInfo("copy_lhs", "sum", h, "src", None, "null", "dst"))[0]
+    agg = ugrapher(graph, OpInfo("copy_lhs", "sum", h, "src", None, "null", "dst"))[0]
     rev = graph.reverse()
-    grad_h = ops.ugrapher(rev, OpInfo("copy_lhs", "sum", torch.ones_like(agg), "src", None, "null", "dst"))[0]
+    grad_h = ugrapher(rev, OpInfo("copy_lhs", "sum", torch.ones_like(agg), "src", None, "null", "dst"))[0]
     heads = h.view(n, 4, 16)
     el, er = heads.sum(-1, keepdim=True), heads.mean(-1, keepdim=True)
-    score = ops.ugrapher(graph, OpInfo("add", "none", el, "src", er, "dst", "edge"))[0]
+    score = ugrapher(graph, OpInfo("add", "none", el, "src", er, "dst", "edge"))[0]
     att = torch.sigmoid(score)
-    out = ops.ugrapher(graph, OpInfo("mul", "sum", heads, "src", att, "edge", "dst"))[0]
-    d_att = ops.ugrapher(graph, OpInfo("dot", "none", heads, "src", torch.ones_like(out), "dst", "edge"))[0]
+    out = ugrapher(graph, OpInfo("mul", "sum", heads, "src", att, "edge", "dst"))[0]
+    d_att = ugrapher(graph, OpInfo("dot", "none", heads, "src", torch.ones_like(out), "dst", "edge"))[0]
     return [agg, grad_h, score, out, d_att]
 
 
@@ -350,7 +352,7 @@ def test_deterministic_mode_is_bitwise_on_the_device(deterministic_env):
     weights = torch.randn(64, 64, device="cuda", generator=torch.Generator(device="cuda").manual_seed(3))
     sig, _ = ops.signature(graph, OpInfo("copy_lhs", "sum", torch.empty(graph.num_src, 64, device="cuda"), "src",
                                          None, "null", "dst"))
-    assert ops.choose(graph, sig).strategy not in ATOMIC_STRATEGIES
+    assert policy.choose(graph, sig).strategy not in ATOMIC_STRATEGIES
     first = gcn_gat_step(graph, weights)
     for _ in range(9):
         again = gcn_gat_step(graph, weights)
@@ -372,9 +374,9 @@ def test_every_allowed_aggregation_strategy_is_bitwise_in_deterministic_mode(det
         sig, _ = ops.signature(graph, op)
         for strategy in candidates(sig, graph.num_edges, _ext.compiled_cuda_keys()):
             for pinfo in (ParallelInfo(strategy, 1, 1), ParallelInfo(strategy, 16, 2)):
-                first = ops.ugrapher(graph, op, pinfo)
+                first = ugrapher(graph, op, pinfo)
                 for _ in range(9):
-                    again = ops.ugrapher(graph, op, pinfo)
+                    again = ugrapher(graph, op, pinfo)
                     assert all(x is None or torch.equal(x, y) for x, y in zip(first, again)), (op.edge_op, pinfo)
                 checked += 1
     assert checked >= 4 * (1 if gather == "sum" else 2)
@@ -452,10 +454,10 @@ def test_deterministic_switch_after_the_first_call_is_honoured(monkeypatch):
 def test_operands_on_another_device_raise_valueerror():
     graph = skewed_graph(n=100, e=1000)
     with pytest.raises(ValueError, match="is on cpu but the graph is on cuda"):
-        ops.ugrapher(graph, OpInfo("copy_lhs", "sum", torch.randn(100, 4), "src", None, "null", "dst"))
+        ugrapher(graph, OpInfo("copy_lhs", "sum", torch.randn(100, 4), "src", None, "null", "dst"))
     if torch.cuda.device_count() > 1:
         with pytest.raises(ValueError, match="graph is on"):
-            ops.ugrapher(graph, OpInfo("copy_lhs", "sum", torch.randn(100, 4, device="cuda:1"), "src", None, "null", "dst"))
+            ugrapher(graph, OpInfo("copy_lhs", "sum", torch.randn(100, 4, device="cuda:1"), "src", None, "null", "dst"))
 
 
 def test_out_of_memory_is_an_exception_not_a_crash():
@@ -467,9 +469,9 @@ def test_out_of_memory_is_an_exception_not_a_crash():
     width = int(total // (n * 4)) * 2  # C would need twice the device's memory
     x = torch.randn(n, 1, device="cuda").expand(n, width)
     with pytest.raises(torch.cuda.OutOfMemoryError):
-        ops.ugrapher(graph, OpInfo("copy_lhs", "sum", x[:, :width], "src", None, "null", "dst"))
+        ugrapher(graph, OpInfo("copy_lhs", "sum", x[:, :width], "src", None, "null", "dst"))
     y = torch.randn(n, 8, device="cuda")
-    c = ops.ugrapher(graph, OpInfo("copy_lhs", "sum", y, "src", None, "null", "dst"))[0]
+    c = ugrapher(graph, OpInfo("copy_lhs", "sum", y, "src", None, "null", "dst"))[0]
     torch.testing.assert_close(c.double(), reference(graph, OpInfo("copy_lhs", "sum", y, "src", None, "null", "dst"))[0])
 
 

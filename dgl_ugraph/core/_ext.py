@@ -6,7 +6,7 @@ from functools import lru_cache
 from typing import Optional
 
 try:
-    from . import _C  # type: ignore[attr-defined]
+    from dgl_ugraph import _C  # type: ignore[attr-defined]
     LOAD_ERROR: Optional[str] = None
 except ImportError as exc:  # a missing or broken build
     _C = None

@@ -14,7 +14,8 @@ from functools import lru_cache
 from typing import Dict, List, Optional, Tuple, Union
 
 TABLE_NAME = "switching_table.json"
-_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
+# The package folder (dgl_ugraph/), where an installed copy of the table lies.
+_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # DGL accepts these aliases for gsddmm targets (dgl._sparse_ops.target_mapping).
 _TARGET_ALIASES = {"u": "u", "v": "v", "e": "e", "src": "u", "dst": "v", "edge": "e"}
 
@@ -40,10 +41,6 @@ class Pattern:
     A_type: str
     B_type: str
     C_type: str
-
-    @property
-    def call(self) -> str:
-        return self.key.split(":", 1)[0]
 
 
 @lru_cache(maxsize=1)

@@ -19,7 +19,7 @@ from typing import Iterator, List, Optional, Tuple
 import numpy as np
 import torch
 
-from . import settings
+from dgl_ugraph import settings
 
 
 @dataclass(frozen=True)
@@ -156,7 +156,7 @@ def make(spec: GraphSpec) -> Tuple[torch.Tensor, torch.Tensor, int]:
 def datasets_dir() -> Optional[pathlib.Path]:
     env = settings.datasets()
     candidates = [pathlib.Path(env)] if env else []
-    here = pathlib.Path(__file__).resolve().parent.parent
+    here = pathlib.Path(__file__).resolve().parents[2]  # the checkout
     candidates += [here.parent / "shared" / "datasets", here / "shared" / "datasets"]
     return next((c for c in candidates if c.is_dir()), None)
 

@@ -1,68 +1,13 @@
-"""Selection of a parallel strategy: a pure function of the operator signature and the graph.
-
-Each strategy states why it cannot run a case (`why_not`, from the rules of the compiled core's
-capability table, csrc/include/ugraph/capability.h); the choice is the override
-(DGL_UGRAPH_STRATEGY), else the predictor's, else the heuristic's, always among the strategies
-that can run the case.
+"""The hand-written selection rules: a pure function of the operator signature and the graph's
+in-degree statistics, among the strategies the core can run (`core.capability`). They serve
+where no learned model does (`policy` decides which).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import List, Optional
+from typing import List
 
-import torch
-
-from . import _ext, settings
-from .abstraction import STRATEGIES, ParallelInfo
-from .graph import DegreeStats
-
-DTYPE_NAMES = {torch.float32: "f32", torch.float64: "f64", torch.float16: "f16", torch.bfloat16: "bf16"}
-DTYPE_BYTES = {torch.float32: 4, torch.float64: 8, torch.float16: 2, torch.bfloat16: 2}
-# The strategies whose sums depend on the order of atomics: those of the core's
-# deterministic-mode rule.
-ATOMIC_STRATEGIES = tuple(sorted({s for rule in _ext.capabilities()["rules"] if rule["only_deterministic"]
-                                  for s in rule["strategies"]}, key=STRATEGIES.index))
-
-
-@dataclass(frozen=True)
-class Signature:
-    """What selection may depend on, besides the graph."""
-
-    edge_op: str
-    gather_op: str
-    a_type: str
-    b_type: str
-    c_type: str
-    dtype: torch.dtype
-    out_len: int
-    reduce_size: int
-    broadcast: bool
-    device_type: str
-
-    @property
-    def width(self) -> int:
-        """Scalar products per message: the work per edge."""
-        return self.out_len * self.reduce_size
-
-
-def deterministic() -> bool:
-    return settings.deterministic() or torch.are_deterministic_algorithms_enabled()
-
-
-def why_not(strategy: str, sig: Signature, num_edges: int, compiled: frozenset) -> Optional[str]:
-    """None if `strategy` can run the case, else the reason it cannot."""
-    if (strategy, DTYPE_NAMES[sig.dtype]) not in compiled:
-        return f"{strategy} for {DTYPE_NAMES[sig.dtype]} is not compiled into this build"
-    for rule in _ext.capabilities()["rules"]:
-        if (strategy in rule["strategies"] and sig.gather_op in rule["gather_ops"]
-                and DTYPE_NAMES[sig.dtype] in rule["dtypes"] and num_edges >= rule["min_edges"]
-                and (not rule["only_deterministic"] or deterministic())):
-            return f"{strategy} {rule['why']}"
-    return None
-
-
-def candidates(sig: Signature, num_edges: int, compiled: frozenset) -> List[str]:
-    return [s for s in STRATEGIES if why_not(s, sig, num_edges, compiled) is None]
+from dgl_ugraph.core.abstraction import DTYPE_BYTES, ParallelInfo, Signature
+from dgl_ugraph.core.graph import DegreeStats
 
 
 def team_lanes(sig: Signature) -> int:

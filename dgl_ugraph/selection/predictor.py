@@ -1,13 +1,13 @@
 """The learned strategy predictor: scores every candidate (strategy, grouping, tiling) of a case
 with a LightGBM tree ensemble and picks the best.
 
-The model is trained offline (scripts/train_predictor.py, or `python -m dgl_ugraph tune` on the
-user's GPU) on grid-search timings and stored as LightGBM's own JSON dump beside a manifest, one
+The model is trained offline (dgl_ugraph.tuning: scripts/train_predictor.py, or
+`python -m dgl_ugraph tune` on the user's GPU) on grid-search timings and stored as LightGBM's own JSON dump beside a manifest, one
 per GPU family (`sm90.json` + `sm90.manifest.json`). At run time lightgbm is not needed: the dump
 is parsed with `json` (never pickle or eval), its trees are flattened into arrays once, and the
 compiled evaluator in csrc/forest.cpp scores all candidates in one call. Without a model for the
 device (CPU, an unknown GPU family, a stale or broken file) `load()` returns None and the
-heuristic in select.py serves.
+hand-written rules serve (`policy` decides which).
 
 Features (FEATURES) are uGrapher's (V, E, in-degree std, edge_op, gather_op, A/B/C types) plus
 the message width, reduce size, dtype, index width, average and max in-degree and the device's SM
@@ -30,10 +30,10 @@ from typing import Dict, List, Optional, Sequence, Tuple
 import numpy as np
 import torch
 
-from . import settings
-from .abstraction import (EDGE_OP_CODE, GATHER_OP_CODE, GROUPINGS, STRATEGIES, TENSOR_TYPE_CODE,
-                          ParallelInfo)
-from .select import DTYPE_BYTES, Signature
+from dgl_ugraph import settings
+from dgl_ugraph.core import _ext
+from dgl_ugraph.core.abstraction import (DTYPE_BYTES, EDGE_OP_CODE, GATHER_OP_CODE, GROUPINGS, STRATEGIES,
+                                         TENSOR_TYPE_CODE, ParallelInfo, Signature)
 
 FORMAT = "dgl_ugraph-predictor"
 # Bump when FEATURES or their meaning change: a model trained on other features is refused.
@@ -295,7 +295,6 @@ class Forest:
 def _compiled_predict():
     """The core's forest_predict, or None where the core is missing or older than it."""
     try:
-        from . import _ext
         return getattr(_ext.core(), "forest_predict", None)
     except ImportError:
         return None
@@ -303,12 +302,7 @@ def _compiled_predict():
 
 # ---- models on disk --------------------------------------------------------------------------------
 
-SHIPPED_DIR = pathlib.Path(__file__).resolve().parent / "predictor_models"
-
-
-def user_cache_dir() -> pathlib.Path:
-    return settings.cache_dir()
-
+SHIPPED_DIR = pathlib.Path(__file__).resolve().parents[1] / "predictor_models"
 
 def model_paths(family: str) -> List[pathlib.Path]:
     """Where a model for `family` is looked for, first match wins: DGL_UGRAPH_MODEL (a file), the
@@ -316,7 +310,7 @@ def model_paths(family: str) -> List[pathlib.Path]:
     forced = settings.model_file()
     if forced:
         return [pathlib.Path(forced)]
-    return [user_cache_dir() / "models" / f"{family}.json", SHIPPED_DIR / f"{family}.json"]
+    return [settings.cache_dir() / "models" / f"{family}.json", SHIPPED_DIR / f"{family}.json"]
 
 
 def manifest_path(model_path: pathlib.Path) -> pathlib.Path:
@@ -404,58 +398,3 @@ def reset() -> None:
     """Forgets loaded models (after `tune` wrote a new one, or in tests)."""
     with _load_lock:
         _loaded.clear()
-
-
-# ---- the decision -------------------------------------------------------------------------------------
-
-_failed: List[str] = []
-
-
-def shortlist(sig: Signature, stats, allowed: Sequence[str]) -> List[ParallelInfo]:
-    """What autotuning times when no model serves the device: the heuristic's choice, then per
-    strategy a few groupings and tilings that span the space's corners."""
-    from .select import heuristic
-    out = [heuristic(sig, stats, list(allowed))]
-    for s in allowed:
-        top = min(max_tiling(s, sig.width), 64)
-        for g, t in ((1, 1), (4, 1), (1, min(4, top)), (8, min(8, top)), (32, min(32, top))):
-            c = ParallelInfo(s, g, max(t, 1))
-            if c not in out:
-                out.append(c)
-    return out
-
-
-def ranked_configs(model: Optional[Predictor], case: CaseInfo, sig: Signature, dev: DeviceInfo, stats,
-                   allowed: Sequence[str]) -> List[ParallelInfo]:
-    return model.rank(case, sig, dev, allowed) if model is not None else shortlist(sig, stats, allowed)
-
-
-def decide(graph, sig: Signature, allowed: Sequence[str], op=None) -> Optional[ParallelInfo]:
-    """The learned choice for a CUDA call among `allowed` strategies, or None when the heuristic
-    should serve (no model for this GPU family, not a CUDA graph). With DGL_UGRAPH_AUTOTUNE=1 and
-    the call's operands `op`, the first sight of a (graph features, signature) key times the
-    model's top-k configurations (the shortlist without a model) and the winner is remembered in
-    the per-device autotune cache. A failure here never fails the call: it is reported once and
-    the heuristic serves from then on."""
-    if graph.device.type != "cuda" or _failed:
-        return None
-    try:
-        from . import autotune
-        dev = device_info(graph.device)
-        model = load(dev.family)
-        tuning = op is not None and autotune.enabled() and not torch.cuda.is_current_stream_capturing()
-        if model is None and not tuning:
-            return None
-        case = CaseInfo.from_graph(graph)
-        if not tuning:
-            return model.choose(case, sig, dev, allowed)
-        from . import _ext
-        core_hash = str(_ext.core().build_info().get("cuda_source_hash", ""))
-        ranked = ranked_configs(model, case, sig, dev, graph.stats, allowed)
-        k = autotune.top_k() if model is not None else len(ranked)
-        return autotune.tuner_for(dev, core_hash).choose(graph, op, case, sig, ranked, k)
-    except Exception as exc:  # noqa: BLE001 - selection must never break the operator
-        _failed.append(f"{type(exc).__name__}: {exc}")
-        warnings.warn(f"dgl_ugraph: the strategy predictor failed ({_failed[0]}); the heuristic serves from now on",
-                      RuntimeWarning, stacklevel=2)
-        return None

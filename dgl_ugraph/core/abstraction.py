@@ -19,7 +19,9 @@ GROUPINGS = (1, 2, 4, 8, 16, 32, 64)
 TILINGS = tuple(range(1, 65))
 
 DTYPE_CODES = {torch.float32: 0, torch.float64: 1, torch.float16: 2, torch.bfloat16: 3}
-INDEX_DTYPES = (torch.int32, torch.int64)
+# The short names of the compiled core's capability table (and of the autotune cache's keys).
+DTYPE_NAMES = {torch.float32: "f32", torch.float64: "f64", torch.float16: "f16", torch.bfloat16: "bf16"}
+DTYPE_BYTES = {torch.float32: 4, torch.float64: 8, torch.float16: 2, torch.bfloat16: 2}
 
 EDGE_OP_CODE = {name: i for i, name in enumerate(EDGE_OPS)}
 GATHER_OP_CODE = {name: i for i, name in enumerate(GATHER_OPS)}
@@ -95,6 +97,28 @@ class ParallelInfo:
 
     def __str__(self) -> str:
         return f"{self.strategy}:{self.grouping}:{self.tiling}"
+
+
+@dataclass(frozen=True)
+class Signature:
+    """What a configuration may depend on, besides the graph: the operator, the dtype and the
+    shape of its work per edge."""
+
+    edge_op: str
+    gather_op: str
+    a_type: str
+    b_type: str
+    c_type: str
+    dtype: torch.dtype
+    out_len: int
+    reduce_size: int
+    broadcast: bool
+    device_type: str
+
+    @property
+    def width(self) -> int:
+        """Scalar products per message: the work per edge."""
+        return self.out_len * self.reduce_size
 
 
 @dataclass(frozen=True)

@@ -1,22 +1,23 @@
 """The Python face of the operator: checks, allocation and dispatch to the compiled core.
 
-`ugrapher(graph, op_info, parallel_info)` runs uGrapher's unified operator; it is the narrow API
-that the DGL layer calls and that the GPU tests exercise directly with torch tensors.
+`prepare(graph, op_info, parallel_info)` checks one call of uGrapher's unified operator and packs
+it for the core; on CUDA it runs with the ParallelInfo it is given, which selection chose
+(`dgl_ugraph.ugrapher` is the narrow API that chooses and runs). `Plan` is the DGL layer's
+repeat-call path over the same packing.
 """
 from __future__ import annotations
 
 from functools import lru_cache
-from typing import Dict, Optional, Tuple
+from typing import Optional, Tuple
 
 import torch
 
-from . import _ext, predictor, settings
-from .abstraction import (DTYPE_CODES, EDGE_OP_CODE, GATHER_OP_CODE, STRATEGY_CODE, TENSOR_TYPE_CODE,
-                          Broadcast, OpInfo, ParallelInfo, broadcast, uses_lhs, uses_rhs)
-from .graph import UGraph
-from .select import Signature, candidates, heuristic, why_not
-
-_offset_cache: Dict[Tuple, torch.Tensor] = {}
+from dgl_ugraph import settings
+from dgl_ugraph.core import _ext
+from dgl_ugraph.core.abstraction import (DTYPE_CODES, EDGE_OP_CODE, GATHER_OP_CODE, STRATEGY_CODE, TENSOR_TYPE_CODE,
+                                         Broadcast, OpInfo, ParallelInfo, Signature, broadcast, uses_lhs, uses_rhs)
+from dgl_ugraph.core.capability import why_not
+from dgl_ugraph.core.graph import UGraph
 
 # Debugging aid (METHOD.md): fill every output with NaN / -7 before the kernel runs, so an
 # element the kernel forgets to write shows up instead of hiding behind allocator leftovers.
@@ -28,19 +29,13 @@ def _broadcast(edge_op, a_shape, b_shape) -> Broadcast:
     return broadcast(edge_op, a_shape, b_shape)
 
 
+@lru_cache(maxsize=1024)
 def _offsets(offs: Optional[Tuple[int, ...]], device: torch.device) -> Optional[torch.Tensor]:
+    """The broadcast offsets as a tensor on `device`, made once per (offsets, device); bounded,
+    as every distinct broadcast shape of a program adds one."""
     if offs is None:
         return None
-    key = (offs, device)
-    t = _offset_cache.get(key)
-    if t is None:
-        t = torch.tensor(offs, dtype=torch.int64, device=device)
-        _offset_cache[key] = t
-    return t
-
-
-def _rows_of(graph: UGraph, ttype: str) -> int:
-    return {"src": graph.num_src, "dst": graph.num_dst, "edge": graph.num_edges}[ttype]
+    return torch.tensor(offs, dtype=torch.int64, device=device)
 
 
 def _operand(t: torch.Tensor, ttype: str, graph: UGraph, side: str, dtype: torch.dtype) -> torch.Tensor:
@@ -49,8 +44,8 @@ def _operand(t: torch.Tensor, ttype: str, graph: UGraph, side: str, dtype: torch
         raise ValueError(f"{side} is on {t.device} but the graph is on {graph.device}")
     if t.dtype != dtype:
         raise TypeError(f"A and B must share one dtype, got {dtype} and {t.dtype}")
-    if t.dim() < 1 or t.shape[0] != _rows_of(graph, ttype):
-        raise ValueError(f"{side} is typed {ttype} and needs {_rows_of(graph, ttype)} rows, got shape {tuple(t.shape)}")
+    if t.dim() < 1 or t.shape[0] != graph.rows(ttype):
+        raise ValueError(f"{side} is typed {ttype} and needs {graph.rows(ttype)} rows, got shape {tuple(t.shape)}")
     return _features_contiguous(t)
 
 
@@ -66,35 +61,38 @@ def signature(graph: UGraph, op: OpInfo) -> Tuple[Signature, Broadcast]:
     return sig, bc
 
 
-def choose(graph: UGraph, sig: Signature, op: Optional[OpInfo] = None) -> ParallelInfo:
-    """DGL_UGRAPH_STRATEGY if it can run the case, else the learned choice (the GPU family's model;
-    autotuned on first sight under DGL_UGRAPH_AUTOTUNE=1 when `op` is given), else the heuristic."""
-    compiled = _ext.compiled_cuda_keys()
-    allowed = candidates(sig, graph.num_edges, compiled)
-    if not allowed:
-        raise TypeError(f"no compiled CUDA strategy can run {sig}")
-    forced = settings.forced_strategy()
-    if forced:
-        pinfo = ParallelInfo.parse(forced)
-        if pinfo.strategy in allowed:
-            return pinfo
-    learned = predictor.decide(graph, sig, allowed, op)
-    return learned if learned is not None else heuristic(sig, graph.stats, allowed)
-
-
 class Prepared:
     """One operator call with everything checked, allocated and packed into the params struct:
     `run()` launches it again on the same tensors with no Python work beyond the call itself
-    (for timing, autotuning and repeated use)."""
+    (for timing, autotuning and repeated use). A CUDA call is `pending` until `configure` gives
+    it a ParallelInfo."""
 
-    __slots__ = ("params", "outputs", "_keep", "_device", "_core")
+    __slots__ = ("params", "outputs", "signature", "pending", "_keep", "_device", "_core", "_num_edges")
 
-    def __init__(self, params, outputs, keep, device, core):
+    def __init__(self, params, outputs, keep, device, core, sig=None, num_edges=0, pending=False):
         self.params, self.outputs, self._keep, self._device, self._core = params, outputs, keep, device, core
+        self.signature, self._num_edges, self.pending = sig, num_edges, pending
+
+    def configure(self, pinfo: ParallelInfo) -> None:
+        """Sets the CUDA configuration, refused (TypeError) where the core cannot run it."""
+        reason = why_not(pinfo.strategy, self.signature, self._num_edges, _ext.compiled_cuda_keys())
+        if reason:
+            raise TypeError(f"{pinfo} cannot run this case: {reason}")
+        p = self.params
+        p.strategy, p.grouping, p.tiling = STRATEGY_CODE[pinfo.strategy], pinfo.grouping, pinfo.tiling
+        nbytes = self._core.cuda_workspace_bytes(p)
+        if nbytes:
+            workspace = torch.empty(nbytes, dtype=torch.uint8, device=self._device)
+            p.workspace, p.workspace_bytes = workspace.data_ptr(), nbytes
+            self._keep.append(workspace)
+        self.pending = False
 
     def run(self):
         if self.params is None:  # an empty output: nothing to compute
             return self.outputs
+        if self.pending:
+            raise ValueError("a CUDA call runs with a chosen ParallelInfo: pass one, or call dgl_ugraph.ugrapher, "
+                             "which chooses it")
         if POISON_OUTPUTS:
             self.outputs[0].fill_(float("nan"))
             for t in self.outputs[1:]:
@@ -109,7 +107,9 @@ class Prepared:
 
 
 def prepare(graph: UGraph, op_info: OpInfo, parallel_info: Optional[ParallelInfo] = None) -> Prepared:
-    """Checks the call, allocates C (and argA/argB for max/min) and fills the params."""
+    """Checks the call, allocates C (and argA/argB for max/min) and fills the params. On CUDA,
+    `parallel_info` configures it; without one it stays pending (see Prepared). On CPU it is
+    ignored."""
     op = op_info
     a = op.A if uses_lhs(op.edge_op) else None
     b = op.B if uses_rhs(op.edge_op) else None
@@ -153,19 +153,11 @@ def prepare(graph: UGraph, op_info: OpInfo, parallel_info: Optional[ParallelInfo
         out_len=bc.out_len, a_len=bc.a_len, b_len=bc.b_len, reduce_size=bc.reduce_size,
         a_off=a_off.data_ptr() if a_off is not None else 0, b_off=b_off.data_ptr() if b_off is not None else 0,
         b_off_block=bc.b_off_block)
-    keep = [graph, a, b, a_off, b_off]
-    if device.type == "cuda":
-        pinfo = parallel_info or choose(graph, sig, op_info)
-        reason = why_not(pinfo.strategy, sig, graph.num_edges, _ext.compiled_cuda_keys())
-        if reason:
-            raise TypeError(f"{pinfo} cannot run this case: {reason}")
-        p.strategy, p.grouping, p.tiling = STRATEGY_CODE[pinfo.strategy], pinfo.grouping, pinfo.tiling
-        nbytes = core.cuda_workspace_bytes(p)
-        if nbytes:
-            workspace = torch.empty(nbytes, dtype=torch.uint8, device=device)
-            p.workspace, p.workspace_bytes = workspace.data_ptr(), nbytes
-            keep.append(workspace)
-    return Prepared(p, outputs, keep, device, core)
+    prepared = Prepared(p, outputs, [graph, a, b, a_off, b_off], device, core, sig, graph.num_edges,
+                        pending=device.type == "cuda")
+    if parallel_info is not None and prepared.pending:
+        prepared.configure(parallel_info)
+    return prepared
 
 
 class Plan:
@@ -176,8 +168,13 @@ class Plan:
 
     __slots__ = ("_template", "_keep", "_c_shape", "_idtype", "_arg_a", "_arg_b", "_lhs", "_rhs", "_workspace")
 
-    def __init__(self, graph: UGraph, op_info: OpInfo, parallel_info: Optional[ParallelInfo] = None):
-        first = prepare(graph, op_info, parallel_info)
+    def __init__(self, graph: UGraph, op_info: OpInfo, parallel_info: Optional[ParallelInfo] = None,
+                 first: Optional[Prepared] = None):
+        """`first`: the call already prepared and configured (selection's policy.plan hands it);
+        else it is prepared here with `parallel_info`."""
+        first = first or prepare(graph, op_info, parallel_info)
+        if first.pending:
+            raise ValueError("a CUDA plan needs the ParallelInfo that selection chose")
         c, arg_a, arg_b = first.outputs
         self._template, self._keep = first.params, first._keep  # the offsets the params point to
         self._c_shape, self._idtype = (c.shape, c.dtype, c.device), graph.idtype
@@ -216,12 +213,6 @@ def _features_contiguous(t: torch.Tensor) -> torch.Tensor:
     """t with each row's features contiguous, as params.h wants (rows may keep any stride)."""
     t = t.unsqueeze(-1) if t.dim() == 1 else t
     return t.contiguous() if t.shape[0] > 0 and not t[0].is_contiguous() else t
-
-
-def ugrapher(graph: UGraph, op_info: OpInfo, parallel_info: Optional[ParallelInfo] = None):
-    """Runs the unified operator. Returns (C, argA, argB); the args are None unless gather_op is
-    max/min and the edge_op reads that operand. On CPU, parallel_info is ignored."""
-    return prepare(graph, op_info, parallel_info).run()
 
 
 def edge_softmax(graph: UGraph, x: torch.Tensor, y: Optional[torch.Tensor] = None) -> torch.Tensor:

@@ -62,6 +62,10 @@ class UGraph:
     def device(self) -> torch.device:
         return self.col.device
 
+    def rows(self, ttype: str) -> int:
+        """How many rows a tensor of type src, dst or edge has on this graph."""
+        return {"src": self.num_src, "dst": self.num_dst, "edge": self.num_edges}[ttype]
+
     @property
     def stats(self) -> DegreeStats:
         if self._stats is None:

@@ -25,7 +25,7 @@ import weakref
 from collections import OrderedDict
 from typing import Dict, Optional, Tuple, Union
 
-from .graph import UGraph
+from dgl_ugraph.core.graph import UGraph
 
 RECENT_GRAPHS = 8
 

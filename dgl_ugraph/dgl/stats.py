@@ -11,7 +11,8 @@ import logging
 import threading
 from typing import Dict, Optional, Tuple
 
-from . import cache, settings
+from dgl_ugraph import settings
+from dgl_ugraph.dgl import cache
 
 _log = logging.getLogger("dgl_ugraph")
 if settings.log() and not _log.handlers:
@@ -71,7 +72,7 @@ def _describe(signature: tuple) -> str:
     return f"{dtype} lhs={lhs} rhs={rhs} on {device} ({idtype})"
 
 
-# Whether DGL's functions are routed here now; integration.enable()/disable() say so, so that
+# Whether DGL's functions are routed here now; interception.enable()/disable() say so, so that
 # this module needs nothing from the one that records into it.
 _enabled = False
 

@@ -1,0 +1,292 @@
+"""Routes DGL's generalized SpMM and SDDMM through dgl_ugraph, with DGL's exact contract.
+
+DGL's PyTorch backend (dgl/backend/pytorch/sparse.py) binds `_gspmm`, `_gsddmm` and their
+heterograph twins from dgl._sparse_ops at import time, and its autograd functions (GSpMM, GSDDMM,
+EdgeSoftmax, ...) look those module globals up on every call, forward and backward. Replacing the
+globals there reroutes update_all/apply_edges with builtins, dgl.ops, edge_softmax and every
+backward pass; patching dgl._sparse_ops would change nothing. (On CPU, EdgeSoftmax calls fused
+kernels of DGL's, `_edge_softmax_forward/_backward`; they are replaced by dgl_ugraph's fused CPU
+kernel.)
+
+Each replacement asks `recognition` how the call runs, then runs it on dgl_ugraph's kernel (the
+decision's `core.ops.Plan`) or on DGL's own function. Heterograph calls (several edge types)
+always go to DGL and are only counted.
+"""
+from __future__ import annotations
+
+import contextlib
+import inspect
+import re
+import threading
+import warnings
+
+import torch
+
+from dgl_ugraph.core.ops import Plan, edge_softmax
+from dgl_ugraph.dgl import patterns
+from dgl_ugraph.dgl.recognition import Decision, after_failure, decision_for, make_op_info, meta
+from dgl_ugraph.dgl.stats import DGL, record, set_enabled
+
+# The DGL releases whose dgl.backend.pytorch.sparse binds these names with these signatures.
+SUPPORTED_DGL = ((1, 1), (2, 4))
+# The (DGL, torch) pairs that CI runs the DGL-facing tests on: the environments that
+# scripts/setup_env.sh builds (a test keeps the two equal). PyPI's Linux wheels stop at DGL 2.1.0.
+TESTED = (("2.1.0", "2.2.1"), ("1.1.3", "2.1.1"))
+_SIGNATURES = {
+    "_gspmm": ("gidx", "op", "reduce_op", "u", "e"),
+    "_gsddmm": ("gidx", "op", "lhs", "rhs", "lhs_target", "rhs_target"),
+    "_gspmm_hetero": ("gidx", "op", "reduce_op", "u_len", "u_and_e_tuple"),
+    "_gsddmm_hetero": ("gidx", "op", "lhs_len", "lhs_target", "rhs_target", "lhs_and_rhs_tuple"),
+    # EdgeSoftmax's CPU branch (its CUDA branch already calls _gspmm/_gsddmm). Replaced where this
+    # DGL has them; a DGL without them keeps the rest.
+    "_edge_softmax_forward": ("gidx", "e", "op"),
+    "_edge_softmax_backward": ("gidx", "out", "sds"),
+}
+_OPTIONAL = frozenset({"_edge_softmax_forward", "_edge_softmax_backward"})
+
+
+class UnsupportedDGLError(RuntimeError):
+    """This DGL cannot be patched safely; it was left untouched."""
+
+
+_dgl = {}  # DGL's own functions, captured by enable()
+_enabled = False
+_lock = threading.Lock()
+
+
+def _check_dgl():
+    """dgl.backend.pytorch.sparse if this DGL can be patched, else UnsupportedDGLError."""
+    import dgl
+
+    version = getattr(dgl, "__version__", "unknown")
+    match = re.match(r"(\d+)\.(\d+)", version)
+    low, high = SUPPORTED_DGL
+    if not match or not low <= (int(match.group(1)), int(match.group(2))) <= high:
+        raise UnsupportedDGLError(
+            f"dgl_ugraph supports DGL {low[0]}.{low[1]} to {high[0]}.{high[1]}, found DGL {version}; "
+            "DGL was left untouched and runs its own kernels")
+    backend = getattr(dgl.backend, "backend_name", None)
+    if backend != "pytorch":
+        raise UnsupportedDGLError(f"dgl_ugraph needs DGL's PyTorch backend, DGL runs on {backend!r}; DGL was left untouched")
+    from dgl.backend.pytorch import sparse
+
+    for name, params in _SIGNATURES.items():
+        func = getattr(sparse, name, None)
+        if func is None and name in _OPTIONAL:
+            continue
+        if func is None:
+            raise UnsupportedDGLError(f"DGL {version} has no dgl.backend.pytorch.sparse.{name}; DGL was left untouched")
+        if func is _REPLACEMENTS[name]:
+            continue
+        found = tuple(inspect.signature(func).parameters)
+        if found != params:
+            raise UnsupportedDGLError(
+                f"DGL {version}'s dgl.backend.pytorch.sparse.{name}{found} is not the expected {name}{params}; "
+                "DGL was left untouched")
+    return sparse
+
+
+def enable():
+    """Routes DGL's gspmm/gsddmm through dgl_ugraph. Raises UnsupportedDGLError (and changes
+    nothing) on a DGL it does not know."""
+    global _enabled
+    with _lock:
+        if _enabled:
+            return
+        sparse = _check_dgl()
+        present = [name for name in _SIGNATURES if hasattr(sparse, name)]
+        for name in present:
+            current = getattr(sparse, name)
+            if current is not _REPLACEMENTS[name]:  # never capture ourselves as DGL's function
+                _dgl[name] = current
+        for name in present:
+            setattr(sparse, name, _REPLACEMENTS[name])
+        _enabled = True
+        set_enabled(True)
+
+
+def disable():
+    """Puts DGL's own function objects back."""
+    global _enabled
+    with _lock:
+        if not _enabled:
+            return
+        from dgl.backend.pytorch import sparse
+
+        for name, original in _dgl.items():
+            if getattr(sparse, name) is _REPLACEMENTS[name]:
+                setattr(sparse, name, original)
+            else:
+                warnings.warn(f"dgl.backend.pytorch.sparse.{name} was replaced again after dgl_ugraph; "
+                              "leaving that replacement in place", RuntimeWarning, stacklevel=2)
+        _enabled = False
+        set_enabled(False)
+
+
+def is_enabled() -> bool:
+    return _enabled
+
+
+@contextlib.contextmanager
+
+
+def disabled():
+    """Runs the block on DGL's own kernels, then restores the previous state."""
+    was = _enabled
+    disable()
+    try:
+        yield
+    finally:
+        if was:
+            enable()
+
+
+@contextlib.contextmanager
+def replaced(make, names=tuple(_SIGNATURES)):
+    """Runs the block with dgl_ugraph off and each of DGL's functions `names` (those this DGL
+    has) replaced by `make(DGL's own function)`; DGL's own objects come back after. The hook for
+    measuring around DGL's sparse calls: scripts/bench_models.py records a run's results with it,
+    then answers the same calls from the record (the sparse-free bound)."""
+    from dgl.backend.pytorch import sparse
+
+    with disabled():
+        saved = {name: getattr(sparse, name) for name in names if hasattr(sparse, name)}
+        try:
+            for name, own in saved.items():
+                setattr(sparse, name, make(own))
+            yield
+        finally:
+            for name, own in saved.items():
+                setattr(sparse, name, own)
+
+
+def enable_quietly():
+    """enable(), turning a refusal into a warning: used where importing must never break a program."""
+    try:
+        enable()
+    except UnsupportedDGLError as exc:
+        warnings.warn(str(exc), RuntimeWarning, stacklevel=2)
+
+
+# ---- the replacements ---------------------------------------------------------------------------
+
+
+def _planned(d: Decision, graph, lhs, rhs):
+    """The decision's kernel call: planned by its first call, each later one reusing the plan."""
+    if d.plan is None:
+        d.plan = Plan(graph, make_op_info(d.pattern, lhs, rhs), d.choice.parallel_info if d.choice else None)
+    return d.plan.run(lhs if d.pattern.A_type != "null" else None, rhs if d.pattern.B_type != "null" else None)
+
+
+def _run_spmm(d: Decision, entry, lhs, rhs):
+    if d.expand_lhs:
+        lhs = lhs.unsqueeze(-1)
+    if d.expand_rhs:
+        rhs = rhs.unsqueeze(-1)
+    graph = entry.ugraph
+    p = d.pattern
+    if graph.num_edges == 0:
+        # DGL skips its kernel on a graph without edges and returns the zeros it allocated.
+        x = lhs if p.A_type != "null" else rhs
+        out = torch.zeros((graph.num_dst,) + d.out_shape, dtype=x.dtype, device=x.device)
+        cmp = p.gather_op in ("max", "min")
+        arg_a = torch.zeros(out.shape, dtype=graph.idtype, device=x.device) if cmp and p.A_type != "null" else None
+        arg_b = torch.zeros(out.shape, dtype=graph.idtype, device=x.device) if cmp and p.B_type != "null" else None
+    else:
+        out, arg_a, arg_b = _planned(d, graph, lhs, rhs)
+    if d.squeeze_out:
+        out = out.squeeze(-1)
+    if d.expand_lhs and arg_a is not None:
+        arg_a = arg_a.squeeze(-1)
+    if d.expand_rhs and arg_b is not None:
+        arg_b = arg_b.squeeze(-1)
+    return out, (arg_a, arg_b)
+
+
+def _run_sddmm(d: Decision, entry, lhs, rhs):
+    if d.expand_lhs:
+        lhs = lhs.unsqueeze(-1)
+    if d.expand_rhs:
+        rhs = rhs.unsqueeze(-1)
+    out = _planned(d, entry.ugraph, lhs, rhs)[0]
+    return out.squeeze(-1) if d.squeeze_out else out
+
+
+def _route(gidx, sig_key, op, lhs, rhs, run, native):
+    """Runs a recognized call on dgl_ugraph with `run`, anything else (and a call whose kernel
+    raised) on DGL with `native`, counting it where it ran."""
+    entry, d = decision_for(gidx, sig_key, op, lhs, rhs)
+    if d is not None and d.pattern is not None:
+        try:
+            result = run(d, entry, lhs, rhs)
+        except Exception as exc:  # never the reason a run breaks: DGL computes it instead
+            d = after_failure(entry, sig_key, d, exc)
+        else:
+            d.record.calls += 1
+            return result
+    if d is not None:
+        d.record.calls += 1
+        if d.error is not None:
+            from dgl import DGLError
+            raise DGLError(d.error)
+    return native()
+
+
+def _spmm(gidx, op, reduce_op, u, e, native):
+    lhs = u if op != "copy_rhs" else None
+    rhs = e if op != "copy_lhs" else None
+    sig_key = ("gspmm", op, reduce_op, None, meta(lhs), meta(rhs))
+    return _route(gidx, sig_key, op, lhs, rhs, _run_spmm, native)
+
+
+def _sddmm(gidx, op, lhs, rhs, lhs_target, rhs_target, native):
+    used_lhs = lhs if op != "copy_rhs" else None
+    used_rhs = rhs if op != "copy_lhs" else None
+    sig_key = ("gsddmm", op, lhs_target, rhs_target, meta(used_lhs), meta(used_rhs))
+    return _route(gidx, sig_key, op, used_lhs, used_rhs, _run_sddmm, native)
+
+
+def _gspmm(gidx, op, reduce_op, u, e):
+    return _spmm(gidx, op, reduce_op, u, e, lambda: _dgl["_gspmm"](gidx, op, reduce_op, u, e))
+
+
+def _gsddmm(gidx, op, lhs, rhs, lhs_target="u", rhs_target="v"):
+    return _sddmm(gidx, op, lhs, rhs, lhs_target, rhs_target,
+                  lambda: _dgl["_gsddmm"](gidx, op, lhs, rhs, lhs_target, rhs_target))
+
+
+def _hetero_reason(key: str, gidx) -> str:
+    return f"{patterns.lookup(key)} ({gidx.number_of_etypes()} edge types)"
+
+
+def _gspmm_hetero(gidx, op, reduce_op, u_len, u_and_e_tuple):
+    key = patterns.hetero_key("gspmm_hetero", op, reduce_op)
+    record(key, ("-", None, None, "-", gidx.dtype), DGL, _hetero_reason(key, gidx)).calls += 1
+    return _dgl["_gspmm_hetero"](gidx, op, reduce_op, u_len, u_and_e_tuple)
+
+
+def _gsddmm_hetero(gidx, op, lhs_len, lhs_target="u", rhs_target="v", lhs_and_rhs_tuple=None):
+    key = patterns.hetero_key("gsddmm_hetero", op)
+    record(key, ("-", None, None, "-", gidx.dtype), DGL, _hetero_reason(key, gidx)).calls += 1
+    return _dgl["_gsddmm_hetero"](gidx, op, lhs_len, lhs_target, rhs_target, lhs_and_rhs_tuple)
+
+
+def _run_softmax(d: Decision, entry, x, y):
+    return edge_softmax(entry.ugraph, x, y)
+
+
+def _edge_softmax_forward(gidx, e, op):
+    native = lambda: _dgl["_edge_softmax_forward"](gidx, e, op)  # noqa: E731
+    if op != "copy_rhs":  # the only op DGL's EdgeSoftmax passes; anything else is DGL's to judge
+        return native()
+    return _route(gidx, ("edge_softmax", "edge_softmax_forward", meta(e)), op, e, None, _run_softmax, native)
+
+
+def _edge_softmax_backward(gidx, out, sds):
+    return _route(gidx, ("edge_softmax", "edge_softmax_backward", meta(out), meta(sds)), None, out, sds,
+                  _run_softmax, lambda: _dgl["_edge_softmax_backward"](gidx, out, sds))
+
+
+_REPLACEMENTS = {"_gspmm": _gspmm, "_gsddmm": _gsddmm, "_gspmm_hetero": _gspmm_hetero,
+                 "_gsddmm_hetero": _gsddmm_hetero, "_edge_softmax_forward": _edge_softmax_forward,
+                 "_edge_softmax_backward": _edge_softmax_backward}

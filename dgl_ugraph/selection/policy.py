@@ -1,0 +1,138 @@
+"""The one place that decides how a CUDA call runs, in this order:
+
+1. the forced setting (DGL_UGRAPH_STRATEGY), where the core can run it;
+2. the autotuned winner (DGL_UGRAPH_AUTOTUNE=1, when the call's operands and a timing function
+   are given): remembered per device, else the model's top-k (the shortlist without a model)
+   timed once;
+3. the learned model of the GPU family (`predictor`);
+4. the hand-written rules (`rules.heuristic`).
+
+Always among the strategies the compiled core can run (`core.capability`). Timing is injected:
+the callers hand in `core.timing.measure_on_gpu`, so choosing never runs a kernel itself.
+"""
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass
+from typing import List, Optional, Sequence
+
+import torch
+
+from dgl_ugraph import settings
+from dgl_ugraph.core import _ext, ops
+from dgl_ugraph.core.abstraction import OpInfo, ParallelInfo, Signature
+from dgl_ugraph.core.capability import candidates, deterministic
+from dgl_ugraph.core.graph import UGraph
+from dgl_ugraph.core.timing import measure_on_gpu
+from dgl_ugraph.selection import autotune, predictor
+from dgl_ugraph.selection.autotune import Measure
+from dgl_ugraph.selection.rules import heuristic
+
+_failed: List[str] = []
+
+
+def choose(graph: UGraph, sig: Signature, op: Optional[OpInfo] = None,
+           measure: Optional[Measure] = None) -> ParallelInfo:
+    """The configuration of a CUDA call, by the order above. TypeError where no compiled
+    strategy can run it; ValueError for a malformed DGL_UGRAPH_STRATEGY."""
+    allowed = candidates(sig, graph.num_edges, _ext.compiled_cuda_keys())
+    if not allowed:
+        raise TypeError(f"no compiled CUDA strategy can run {sig}")
+    forced = settings.forced_strategy()
+    if forced:
+        pinfo = ParallelInfo.parse(forced)
+        if pinfo.strategy in allowed:
+            return pinfo
+    chosen = learned(graph, sig, allowed, op, measure)
+    return chosen if chosen is not None else heuristic(sig, graph.stats, allowed)
+
+
+def shortlist(sig: Signature, stats, allowed: Sequence[str]) -> List[ParallelInfo]:
+    """What autotuning times when no model serves the device: the heuristic's choice, then per
+    strategy a few groupings and tilings that span the space's corners."""
+    out = [heuristic(sig, stats, list(allowed))]
+    for s in allowed:
+        top = min(predictor.max_tiling(s, sig.width), 64)
+        for g, t in ((1, 1), (4, 1), (1, min(4, top)), (8, min(8, top)), (32, min(32, top))):
+            c = ParallelInfo(s, g, max(t, 1))
+            if c not in out:
+                out.append(c)
+    return out
+
+
+def learned(graph, sig: Signature, allowed: Sequence[str], op: Optional[OpInfo] = None,
+            measure: Optional[Measure] = None) -> Optional[ParallelInfo]:
+    """Steps 2 and 3: the autotuned or the model's choice for a CUDA call among `allowed`
+    strategies, or None when the heuristic should serve (no model for this GPU family and no
+    autotuning, not a CUDA graph). A failure here never fails the call: it is reported once and
+    the heuristic serves from then on."""
+    if graph.device.type != "cuda" or _failed:
+        return None
+    try:
+        dev = predictor.device_info(graph.device)
+        model = predictor.load(dev.family)
+        tuning = (op is not None and measure is not None and settings.autotune()
+                  and not torch.cuda.is_current_stream_capturing())
+        if model is None and not tuning:
+            return None
+        case = predictor.CaseInfo.from_graph(graph)
+        if not tuning:
+            return model.choose(case, sig, dev, allowed)
+        core_hash = str(_ext.core().build_info().get("cuda_source_hash", ""))
+        if model is not None:
+            ranked, k = model.rank(case, sig, dev, allowed), settings.autotune_top_k()
+        else:
+            ranked = shortlist(sig, graph.stats, allowed)
+            k = len(ranked)
+        return autotune.tuner_for(dev, core_hash).choose(graph, op, case, sig, ranked, k, measure)
+    except Exception as exc:  # noqa: BLE001 - selection must never break the operator
+        _failed.append(f"{type(exc).__name__}: {exc}")
+        warnings.warn(f"dgl_ugraph: the strategy predictor failed ({_failed[0]}); the heuristic serves from now on",
+                      RuntimeWarning, stacklevel=2)
+        return None
+
+
+@dataclass(frozen=True)
+class Choice:
+    """A CUDA call's configuration and the deterministic mode it was chosen under."""
+
+    parallel_info: ParallelInfo
+    deterministic: bool
+
+    def current(self) -> bool:
+        """False once deterministic mode was switched since: the call must be chosen again."""
+        return self.deterministic == deterministic()
+
+
+def choose_for(graph: UGraph, op_info: OpInfo, measure: Optional[Measure] = None) -> Choice:
+    """The configuration of one call of the unified operator on a CUDA graph. TypeError where
+    this build cannot run it there (no CUDA core, no compiled strategy), ValueError for a
+    malformed DGL_UGRAPH_STRATEGY."""
+    if not _ext.has_cuda():
+        raise TypeError("this build of dgl_ugraph has no CUDA core")
+    pinfo = choose(graph, ops.signature(graph, op_info)[0], op_info, measure)
+    return Choice(pinfo, deterministic())
+
+
+def prepare(graph: UGraph, op_info: OpInfo, parallel_info: Optional[ParallelInfo] = None,
+            measure: Optional[Measure] = measure_on_gpu) -> ops.Prepared:
+    """`ops.prepare`, with the configuration `choose` gives a CUDA call that has none (autotuning
+    times candidates with `measure`)."""
+    prepared = ops.prepare(graph, op_info, parallel_info)
+    if prepared.pending:
+        prepared.configure(choose(graph, prepared.signature, op_info, measure))
+    return prepared
+
+
+def plan(graph: UGraph, op_info: OpInfo, parallel_info: Optional[ParallelInfo] = None,
+         measure: Optional[Measure] = measure_on_gpu) -> ops.Plan:
+    """`ops.Plan` for the kernel API's repeated calls, configured as `prepare` configures."""
+    return ops.Plan(graph, op_info, first=prepare(graph, op_info, parallel_info, measure))
+
+
+def ugrapher(graph: UGraph, op_info: OpInfo, parallel_info: Optional[ParallelInfo] = None,
+             measure: Optional[Measure] = measure_on_gpu):
+    """Runs the unified operator. Returns (C, argA, argB); the args are None unless gather_op is
+    max/min and the edge_op reads that operand. On CUDA, without `parallel_info`, the policy
+    chooses one; on CPU, parallel_info is ignored."""
+    return prepare(graph, op_info, parallel_info, measure).run()

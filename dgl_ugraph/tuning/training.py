@@ -1,0 +1,217 @@
+"""Training: reads the shards, builds FEATURES for every (case, configuration) and fits LightGBM
+to log(time / case best), grouped by graph; the model is exported as LightGBM's JSON dump plus a
+manifest (selection.predictor loads both without lightgbm).
+"""
+from __future__ import annotations
+
+import datetime
+import hashlib
+import json
+import math
+import os
+import pathlib
+from collections import defaultdict
+from dataclasses import dataclass
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
+
+import numpy as np
+
+from dgl_ugraph.core.abstraction import STRATEGIES, ParallelInfo, Signature
+from dgl_ugraph.selection import predictor
+from dgl_ugraph.selection.predictor import CaseInfo, DeviceInfo
+from dgl_ugraph.tuning.calls import DTYPES, stable_hash
+from dgl_ugraph.tuning.shards import read_gzip_text, read_rows
+
+GOOD = ("ok", "cut")  # statuses that carry a time for a configuration of the grid
+
+
+@dataclass
+class Case:
+    row: dict
+    configs: List[ParallelInfo]
+    ms: np.ndarray  # per config, seconds-free milliseconds
+
+    @property
+    def best_ms(self) -> float:
+        return float(self.ms.min())
+
+    def info(self) -> Tuple[CaseInfo, Signature, DeviceInfo]:
+        r = self.row
+        case = CaseInfo(int(r["num_src"]), int(r["num_dst"]), int(r["num_edges"]), 32 if r["idtype"] == "int32" else 64,
+                        float(r["mean_deg"]), float(r["std_deg"]), int(r["max_deg"]), int(r["empty_rows"]))
+        sig = Signature(r["edge_op"], r["gather_op"], r["a_type"], r["b_type"], r["c_type"], DTYPES[r["dtype"]],
+                        int(r["out_len"]), int(r["reduce_size"]), r["broadcast"] == "1", "cuda")
+        major, minor = (int(x) for x in r["cc"].split("."))
+        dev = DeviceInfo(r["device"], int(r["sm_count"]), int(r["l2_bytes"]), major, minor)
+        return case, sig, dev
+
+    def allowed(self) -> List[str]:
+        return [s for s in STRATEGIES if any(c.strategy == s for c in self.configs)]
+
+
+def load_cases(paths: Sequence[pathlib.Path]) -> List[Case]:
+    """Complete cases (status ok) from cases/timings shards; a case collected twice keeps its
+    latest run."""
+    rows: Dict[Tuple[str, str], dict] = {}
+    for path in paths:
+        for row in read_rows(path):
+            if row.get("status") == "ok":
+                rows[(row["device"], row["case_id"])] = row
+    wanted = {(r["run_id"], r["case_id"]): key for key, r in rows.items()}
+    timings: Dict[Tuple[str, str], List[dict]] = defaultdict(list)
+    for path in paths:
+        tpath = path.with_name(path.name.replace("cases-", "timings-", 1))
+        if not tpath.exists():
+            continue
+        run_id = next(iter(read_rows(path)), {}).get("run_id")
+        for t in read_rows(tpath):
+            key = wanted.get((run_id, t["case_id"]))
+            if key is not None and t["status"] in GOOD:
+                timings[key].append(t)
+    cases = []
+    for key, row in rows.items():
+        ts = timings.get(key)
+        if not ts:
+            continue
+        configs = [ParallelInfo(t["strategy"], int(t["g"]), int(t["t"])) for t in ts]
+        cases.append(Case(row, configs, np.array([float(t["ms"]) for t in ts])))
+    cases.sort(key=lambda c: (c.row["device"], c.row["case_id"]))
+    return cases
+
+
+def data_hash(paths: Sequence[pathlib.Path]) -> str:
+    h = hashlib.sha256()
+    for p in sorted(paths, key=lambda p: p.name):
+        h.update(p.name.encode())
+        h.update(read_gzip_text(p).encode())
+    return h.hexdigest()[:16]
+
+
+TARGET_CLIP = math.log(16.0)
+
+
+def case_matrix(case: Case) -> Tuple[np.ndarray, np.ndarray]:
+    """(X, y) of one case: FEATURES of each timed configuration and log(time / best), clipped
+    (a configuration 16x off the best is as useless as one 100x off)."""
+    info, sig, dev = case.info()
+    configs, x_all = predictor.feature_matrix(info, sig, dev, case.allowed())
+    index = {c: i for i, c in enumerate(configs)}
+    keep = [i for i, c in enumerate(case.configs) if c in index]
+    x = x_all[[index[case.configs[i]] for i in keep]]
+    y = np.minimum(np.log(case.ms[keep] / case.best_ms), TARGET_CLIP)
+    return x, y
+
+
+def graph_group(case: Case) -> str:
+    return case.row["graph"]
+
+
+def decision_quality(cases: Sequence[Case], choose: Callable[[Case], ParallelInfo]) -> Dict[str, float]:
+    """Speed of the chosen configuration relative to the best measured (1.0 = oracle)."""
+    ratios = []
+    for case in cases:
+        c = choose(case)
+        ms = dict(zip(case.configs, case.ms))
+        ratios.append(case.best_ms / ms[c] if c in ms else 0.0)
+    r = np.array(ratios) if ratios else np.array([math.nan])
+    pos = r[r > 0]
+    return {"geomean": float(np.exp(np.mean(np.log(pos)))) if pos.size else math.nan,
+            "p10": float(np.percentile(r, 10)), "min": float(r.min()), "cases": int(len(ratios)),
+            "unmeasured_choice": int((r == 0).sum())}
+
+
+def predictor_choice(model_predict: Callable[[np.ndarray], np.ndarray], higher_is_better: bool = False):
+    """A chooser over the measured configurations of a case for a raw scoring function."""
+    sign = -1.0 if higher_is_better else 1.0
+
+    def choose(case: Case) -> ParallelInfo:
+        info, sig, dev = case.info()
+        configs, x = predictor.feature_matrix(info, sig, dev, case.allowed())
+        cost = sign * model_predict(x)
+        measured = set(case.configs)
+        for i in np.argsort(cost, kind="stable"):
+            if configs[i] in measured:
+                return configs[i]
+        return configs[int(np.argmin(cost))]
+    return choose
+
+
+@dataclass
+class TrainResult:
+    booster: object
+    params: dict
+    validation: Dict[str, float]
+    n_train_cases: int
+    n_val_cases: int
+    n_rows: int
+    graphs: List[str]
+
+
+DEFAULT_PARAMS = {
+    "objective": "regression", "learning_rate": 0.1, "num_leaves": 31, "min_data_in_leaf": 20,
+    "feature_fraction": 0.9, "bagging_fraction": 0.9, "bagging_freq": 1, "lambda_l2": 1.0,
+    "verbose": -1, "seed": 7, "deterministic": True, "force_row_wise": True,
+}
+
+
+def train(cases: Sequence[Case], num_trees: int = 150, val_fraction: float = 0.2, params: Optional[dict] = None,
+          log: Callable[[str], None] = print) -> TrainResult:
+    """LightGBM on log(time / best), grouped by graph: a seeded fraction of the training graphs
+    validates (early stopping, and the decision quality the manifest records)."""
+    import lightgbm as lgb
+    params = {**DEFAULT_PARAMS, **(params or {})}
+    graphs = sorted({graph_group(c) for c in cases})
+    val_graphs = {g for g in graphs if stable_hash("val:" + g) % 100 < val_fraction * 100} if len(graphs) > 1 else set()
+    if len(graphs) > 1 and not val_graphs:
+        val_graphs = {graphs[0]}
+    parts = {"train": ([], []), "val": ([], [])}
+    tr_cases, va_cases = [], []
+    for c in cases:
+        x, y = case_matrix(c)
+        part = "val" if graph_group(c) in val_graphs else "train"
+        parts[part][0].append(x)
+        parts[part][1].append(y)
+        (va_cases if part == "val" else tr_cases).append(c)
+    if not parts["train"][0]:
+        raise ValueError("no training cases")
+    xt, yt = np.concatenate(parts["train"][0]), np.concatenate(parts["train"][1])
+    names = list(predictor.FEATURES)
+    dtrain = lgb.Dataset(xt, yt, feature_name=names, free_raw_data=False)
+    callbacks = [lgb.log_evaluation(0)]
+    valid = []
+    if parts["val"][0]:
+        xv, yv = np.concatenate(parts["val"][0]), np.concatenate(parts["val"][1])
+        valid = [lgb.Dataset(xv, yv, reference=dtrain, feature_name=names)]
+        callbacks.append(lgb.early_stopping(20, verbose=False))
+    booster = lgb.train(params, dtrain, num_boost_round=num_trees, valid_sets=valid, callbacks=callbacks)
+    if valid and booster.best_iteration > 0:
+        booster = lgb.train(params, dtrain, num_boost_round=booster.best_iteration)
+    quality = decision_quality(va_cases, predictor_choice(booster.predict)) if va_cases else {}
+    log(f"trained {booster.num_trees()} trees on {len(tr_cases)} cases ({len(yt)} rows) of "
+        f"{len(graphs) - len(val_graphs)} graphs; validation on {len(va_cases)} cases of {len(val_graphs)} graphs: {quality}")
+    return TrainResult(booster, params, quality, len(tr_cases), len(va_cases), int(len(yt)), graphs)
+
+
+def export(result: TrainResult, out_dir: pathlib.Path, family: str, sources: Sequence[pathlib.Path],
+           devices: Sequence[str]) -> pathlib.Path:
+    """Writes <family>.json (LightGBM's dump_model) and <family>.manifest.json; returns the model path."""
+    import lightgbm as lgb
+    out_dir.mkdir(parents=True, exist_ok=True)
+    dump = result.booster.dump_model()
+    model_path = out_dir / f"{family}.json"
+    manifest = {
+        "format": predictor.FORMAT, "feature_version": predictor.FEATURE_VERSION, "features": list(predictor.FEATURES),
+        "target": "log(ms / case best ms), clipped at log(16): lower is faster", "higher_is_better": False,
+        "objective": result.params.get("objective"), "params": result.params, "lightgbm": lgb.__version__,
+        "num_trees": result.booster.num_trees(), "family": family, "devices": sorted(set(devices)),
+        "training_data": {"files": sorted(p.name for p in sources), "sha256_16": data_hash(sources),
+                          "cases": result.n_train_cases, "validation_cases": result.n_val_cases,
+                          "rows": result.n_rows, "graphs": len(result.graphs)},
+        "validation": result.validation,
+        "created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+    }
+    for path, obj in ((model_path, dump), (predictor.manifest_path(model_path), manifest)):
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(obj, separators=(",", ":")) if obj is dump else json.dumps(obj, indent=1))
+        os.replace(tmp, path)
+    return model_path
