@@ -8,7 +8,7 @@ For each operator, interleaved round by round in one run:
   kernel  - our kernel alone, its call packed once (Prepared.run): what any path must pay.
 dispatch = ugraph - kernel is what the plugin adds per call for a graph object DGL has passed
 before. With --device cuda (DGL built for CUDA), also:
-  ugrapher     - dgl_ugraph.ugrapher, the narrow kernel API, called afresh each time;
+  ugrapher     - dgl_ugraph.ugrapher, the narrow kernel API (its repeat calls reuse a plan);
   cusparse     - torch.sparse.mm on a CSR tensor built once (the sums);
   empty_launch - one torch kernel launch on a one-element tensor: the floor of any GPU call.
 A round's calls end with a device synchronization, inside the time. Medians (and quartiles) of

@@ -90,7 +90,7 @@ def test_the_only_differences_are_the_documented_ones():
         assert verdicts(prep.params) == (OK, INVALID), (field, value)
     # Data: only the CPU can read indptr and the offsets without a device synchronization.
     prep = prepared()
-    indptr = prep._keep[0].indptr
+    indptr = prep._keep[0]  # the graph's indptr, which the params point to
     low, high = int(indptr[2]), int(indptr[3])
     indptr[2], indptr[3] = high + 1, low
     assert verdicts(prep.params) == (INVALID, OK)

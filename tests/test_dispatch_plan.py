@@ -68,3 +68,26 @@ def test_bench_dispatch_runs(tmp_path):
     rows = list(csv.DictReader(open(out)))
     assert {r["impl"] for r in rows} == {"dgl", "ugraph", "kernel", "dispatch"}
     assert len({r["op"] for r in rows}) == 4 and all(float(r["us_median"]) == float(r["us_median"]) for r in rows)
+
+
+def test_ugrapher_repeats_reuse_one_plan_per_signature(monkeypatch):
+    from dgl_ugraph.selection import policy
+    g = graph(seed=3)
+    gen = torch.Generator().manual_seed(4)
+    x, w = torch.randn(g.num_src, 8, generator=gen), torch.rand(g.num_edges, 1, generator=gen)
+    first = ugrapher(g, OpInfo("mul", "sum", x, "src", w, "edge", "dst"))[0]
+    plans = policy._plans[id(g)][1]
+    assert len(plans) == 1
+    x2, w2 = torch.randn(g.num_src, 8, generator=gen), torch.rand(g.num_edges, 1, generator=gen)
+    again = ugrapher(g, OpInfo("mul", "sum", x2, "src", w2, "edge", "dst"))[0]
+    fresh = ops.prepare(g, OpInfo("mul", "sum", x2, "src", w2, "edge", "dst")).run()[0]
+    assert len(plans) == 1 and torch.equal(again, fresh) and not torch.equal(again, first)
+    # Another shape, and another setting the policy reads, each get a plan of their own.
+    ugrapher(g, OpInfo("mul", "sum", torch.randn(g.num_src, 4, generator=gen), "src", w, "edge", "dst"))
+    monkeypatch.setenv("DGL_UGRAPH_STRATEGY", "warp_edge:16:1")
+    ugrapher(g, OpInfo("mul", "sum", x, "src", w, "edge", "dst"))
+    assert len(plans) == 3
+    # A graph that goes away takes its plans with it.
+    gid = id(g)
+    del g, plans
+    assert gid not in policy._plans

@@ -93,17 +93,29 @@ class Prepared:
         if self.pending:
             raise ValueError("a CUDA call runs with a chosen ParallelInfo: pass one, or call dgl_ugraph.ugrapher, "
                              "which chooses it")
-        if POISON_OUTPUTS:
-            self.outputs[0].fill_(float("nan"))
-            for t in self.outputs[1:]:
-                if t is not None:
-                    t.fill_(-7)
-        if self._device.type == "cpu":
-            self._core.run_cpu(self.params)
-        else:
-            with torch.cuda.device(self._device):
-                self._core.run_cuda(self.params, torch.cuda.current_stream(self._device).cuda_stream)
+        _launch(self._core, self.params, self.outputs, self._device)
         return self.outputs
+
+
+def _launch(core, params, outputs, device: torch.device) -> None:
+    """Runs packed params on the current stream of `device` (which CUDA graph capture sees)."""
+    if POISON_OUTPUTS:
+        outputs[0].fill_(float("nan"))
+        for t in outputs[1:]:
+            if t is not None:
+                t.fill_(-7)
+    if device.type == "cpu":
+        core.run_cpu(params)
+        return
+    # The raw stream handle, without building a torch.cuda.Stream per call; the device guard
+    # only where the call's device is not the current one. Each costs a few microseconds, which
+    # on a small graph is as much as the kernel.
+    index = device.index if device.index is not None else torch.cuda.current_device()
+    if torch.cuda.current_device() == index:
+        core.run_cuda(params, torch._C._cuda_getCurrentRawStream(index))
+    else:
+        with torch.cuda.device(index):
+            core.run_cuda(params, torch._C._cuda_getCurrentRawStream(index))
 
 
 def prepare(graph: UGraph, op_info: OpInfo, parallel_info: Optional[ParallelInfo] = None) -> Prepared:
@@ -153,11 +165,17 @@ def prepare(graph: UGraph, op_info: OpInfo, parallel_info: Optional[ParallelInfo
         out_len=bc.out_len, a_len=bc.a_len, b_len=bc.b_len, reduce_size=bc.reduce_size,
         a_off=a_off.data_ptr() if a_off is not None else 0, b_off=b_off.data_ptr() if b_off is not None else 0,
         b_off_block=bc.b_off_block)
-    prepared = Prepared(p, outputs, [graph, a, b, a_off, b_off], device, core, sig, graph.num_edges,
-                        pending=device.type == "cuda")
+    # What the params point to: first what every call of this signature shares (a Plan keeps
+    # those, not the graph object, so that a cache of plans does not keep graphs alive), then
+    # this call's operands.
+    keep = [graph.indptr, graph.col, graph.row, graph.eid, a_off, b_off, a, b]
+    prepared = Prepared(p, outputs, keep, device, core, sig, graph.num_edges, pending=device.type == "cuda")
     if parallel_info is not None and prepared.pending:
         prepared.configure(parallel_info)
     return prepared
+
+
+_SHARED = 6  # prepare's keep: the graph's index tensors and the offsets
 
 
 class Plan:
@@ -166,7 +184,8 @@ class Plan:
     shapes, dtype and device then allocates its outputs, copies the packed params with its own
     data pointers and runs, with no other Python work."""
 
-    __slots__ = ("_template", "_keep", "_c_shape", "_idtype", "_arg_a", "_arg_b", "_lhs", "_rhs", "_workspace")
+    __slots__ = ("_template", "_keep", "_c_shape", "_idtype", "_arg_a", "_arg_b", "_lhs", "_rhs", "_workspace",
+                 "_core")
 
     def __init__(self, graph: UGraph, op_info: OpInfo, parallel_info: Optional[ParallelInfo] = None,
                  first: Optional[Prepared] = None):
@@ -176,12 +195,13 @@ class Plan:
         if first.pending:
             raise ValueError("a CUDA plan needs the ParallelInfo that selection chose")
         c, arg_a, arg_b = first.outputs
-        self._template, self._keep = first.params, first._keep  # the offsets the params point to
+        self._template, self._keep = first.params, first._keep[:_SHARED]
         self._c_shape, self._idtype = (c.shape, c.dtype, c.device), graph.idtype
         self._arg_a, self._arg_b = arg_a is not None, arg_b is not None
         self._lhs = op_info.A is not None and uses_lhs(op_info.edge_op)
         self._rhs = op_info.B is not None and uses_rhs(op_info.edge_op)
         self._workspace = first.params.workspace_bytes if first.params is not None else 0
+        self._core = _ext.core()
 
     def run(self, a: Optional[torch.Tensor], b: Optional[torch.Tensor]):
         """(C, argA, argB) for operands of the planned shapes, dtype and device."""
@@ -193,20 +213,19 @@ class Plan:
             return c, arg_a, arg_b
         fields = dict(c=c.data_ptr(), arg_a=arg_a.data_ptr() if arg_a is not None else 0,
                       arg_b=arg_b.data_ptr() if arg_b is not None else 0)
-        keep = [self._keep]
         if self._lhs:
             a = _features_contiguous(a)
             fields.update(a=a.data_ptr(), a_row_stride=a.stride(0))
-            keep.append(a)
         if self._rhs:
             b = _features_contiguous(b)
             fields.update(b=b.data_ptr(), b_row_stride=b.stride(0))
-            keep.append(b)
         if self._workspace:
+            # Held by this frame until the launch returns; the stream orders its later reuse.
             workspace = torch.empty(self._workspace, dtype=torch.uint8, device=device)
             fields["workspace"] = workspace.data_ptr()
-            keep.append(workspace)
-        return Prepared(self._template.replace(**fields), (c, arg_a, arg_b), keep, device, _ext.core()).run()
+        outputs = (c, arg_a, arg_b)
+        _launch(self._core, self._template.replace(**fields), outputs, device)
+        return outputs
 
 
 def _features_contiguous(t: torch.Tensor) -> torch.Tensor:

@@ -12,9 +12,12 @@ the callers hand in `core.timing.measure_on_gpu`, so choosing never runs a kerne
 """
 from __future__ import annotations
 
+import threading
 import warnings
+import weakref
+from collections import OrderedDict
 from dataclasses import dataclass
-from typing import List, Optional, Sequence
+from typing import Dict, List, Optional, Sequence, Tuple
 
 import torch
 
@@ -130,9 +133,55 @@ def plan(graph: UGraph, op_info: OpInfo, parallel_info: Optional[ParallelInfo] =
     return ops.Plan(graph, op_info, first=prepare(graph, op_info, parallel_info, measure))
 
 
+# Plans of ugrapher's repeat calls: per live graph, its most recent signatures.
+_PLANS_PER_GRAPH = 64
+_plans: Dict[int, Tuple[weakref.ref, "OrderedDict[tuple, ops.Plan]"]] = {}
+_plans_lock = threading.Lock()
+
+
+def _meta(t: Optional[torch.Tensor]) -> Optional[tuple]:
+    return None if t is None else (tuple(t.shape), t.dtype, t.device)
+
+
+def _plan_key(op_info: OpInfo, parallel_info: Optional[ParallelInfo]) -> tuple:
+    """What a plan fixes: the operator, its operands' shapes, dtype and device, and what its
+    configuration was chosen from (the settings the policy reads)."""
+    return (op_info.edge_op, op_info.gather_op, op_info.A_type, op_info.B_type, op_info.C_type, _meta(op_info.A),
+            _meta(op_info.B), parallel_info, settings.forced_strategy(), settings.autotune(), deterministic())
+
+
+def _cached_plan(graph: UGraph, key: tuple) -> Optional[ops.Plan]:
+    found = _plans.get(id(graph))
+    if found is None or found[0]() is not graph:
+        return None
+    return found[1].get(key)
+
+
+def _remember(graph: UGraph, key: tuple, plan_: ops.Plan) -> None:
+    with _plans_lock:
+        found = _plans.get(id(graph))
+        if found is None or found[0]() is not graph:
+            gid = id(graph)
+            found = _plans[gid] = (weakref.ref(graph, lambda _, gid=gid: _plans.pop(gid, None)), OrderedDict())
+        found[1][key] = plan_
+        if len(found[1]) > _PLANS_PER_GRAPH:
+            found[1].popitem(last=False)
+
+
 def ugrapher(graph: UGraph, op_info: OpInfo, parallel_info: Optional[ParallelInfo] = None,
              measure: Optional[Measure] = measure_on_gpu):
     """Runs the unified operator. Returns (C, argA, argB); the args are None unless gather_op is
     max/min and the edge_op reads that operand. On CUDA, without `parallel_info`, the policy
-    chooses one; on CPU, parallel_info is ignored."""
-    return prepare(graph, op_info, parallel_info, measure).run()
+    chooses one; on CPU, parallel_info is ignored.
+
+    A repeat call (same graph object, operator, operand shapes, dtype, device and settings)
+    reuses the first call's checks, choice and packed params (`ops.Plan`): it allocates its
+    outputs and launches."""
+    key = _plan_key(op_info, parallel_info)
+    found = _cached_plan(graph, key)
+    if found is not None:
+        return found.run(op_info.A, op_info.B)
+    prepared = prepare(graph, op_info, parallel_info, measure)
+    result = prepared.run()
+    _remember(graph, key, ops.Plan(graph, op_info, first=prepared))
+    return result
