@@ -231,7 +231,9 @@ class Plan:
 def _features_contiguous(t: torch.Tensor) -> torch.Tensor:
     """t with each row's features contiguous, as params.h wants (rows may keep any stride)."""
     t = t.unsqueeze(-1) if t.dim() == 1 else t
-    return t.contiguous() if t.shape[0] > 0 and not t[0].is_contiguous() else t
+    if t.is_contiguous() or t.shape[0] == 0:  # the common case, without building a row view
+        return t
+    return t if t[0].is_contiguous() else t.contiguous()
 
 
 def edge_softmax(graph: UGraph, x: torch.Tensor, y: Optional[torch.Tensor] = None) -> torch.Tensor:

@@ -140,7 +140,8 @@ _plans_lock = threading.Lock()
 
 
 def _meta(t: Optional[torch.Tensor]) -> Optional[tuple]:
-    return None if t is None else (tuple(t.shape), t.dtype, t.device)
+    # get_device() (-1 on CPU): an int, where .device builds an object on every call.
+    return None if t is None else (t.shape, t.dtype, t.get_device())
 
 
 def _plan_key(op_info: OpInfo, parallel_info: Optional[ParallelInfo]) -> tuple:
