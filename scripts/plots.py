@@ -10,7 +10,7 @@
 - models_speedup_<device>.png: per model, the geomean speedup over graphs (bars), with the
   slowest and fastest graph (whiskers).
 - kernels_vs_cusparse.png: per operator, our kernels' speedup over cuSPARSE (torch.sparse.mm on
-  CSR) from bench/kernels.csv (team kernels d39a28b4) and bench/kernels_b4610d2a.csv (kernels
+  CSR) from bench/kernels.csv (CUDA core 352bcb22) and bench/kernels_b4610d2a.csv (kernels
   b4610d2a), for the selector's choice and the best searched configuration. Operators cuSPARSE
   cannot express are shown against the torch gather/scatter path, and say so.
 """
@@ -30,7 +30,9 @@ from matplotlib.colors import TwoSlopeNorm  # noqa: E402
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 MODELS = ("GCN", "GAT", "GIN", "SAGE-mean", "SAGE-gcn", "SAGE-pool")
-KERNEL_FILES = (("kernels_b4610d2a.csv", "b4610d2a"), ("kernels.csv", "d39a28b4"))
+# (file, the CUDA core it measured, its colors for the selector and the best configuration)
+KERNEL_FILES = (("kernels_b4610d2a.csv", "b4610d2a", ("#9ecae1", "#3182bd")),
+                ("kernels.csv", "352bcb22", ("#fdae6b", "#e6550d")))
 
 
 def geomean(xs):
@@ -137,7 +139,8 @@ def kernel_cases(path, version):
     rows = read_csv(path)
     by_case = defaultdict(dict)
     for r in rows:
-        by_case[(r["op"], r["graph"], int(r["F"]), r["dtype"])][r["impl"]] = float(r["ms"])
+        if r["dtype"] == "float32":
+            by_case[(r["op"], r["graph"], int(r["F"]), r["dtype"])][r["impl"]] = float(r["ms"])
     out = defaultdict(list)
     for (op, graph, f, dtype), impls in sorted(by_case.items(), key=lambda kv: (kv[0][0], kv[0][1], kv[0][2])):
         base = "cusparse" if "cusparse" in impls else "torch_scatter"
@@ -151,7 +154,7 @@ def kernel_cases(path, version):
 
 def kernels_chart(path):
     found = []
-    for name, version in KERNEL_FILES:
+    for name, version, _ in KERNEL_FILES:
         p = ROOT / "bench" / name
         if p.exists():
             found.append(kernel_cases(p, version))
@@ -159,8 +162,8 @@ def kernels_chart(path):
         return None
     ops = sorted({op for f in found for op in f}, key=lambda o: (o not in ("copy_u-sum", "u_mul_e-sum"), o))
     fig, axes = plt.subplots(len(ops), 1, figsize=(19, 2.6 * len(ops)), squeeze=False)
-    colors = {("b4610d2a", "ugraph"): "#9ecae1", ("b4610d2a", "ugraph_best"): "#3182bd",
-              ("d39a28b4", "ugraph"): "#fdae6b", ("d39a28b4", "ugraph_best"): "#e6550d"}
+    colors = {(version, impl): color for _, version, pair in KERNEL_FILES
+              for impl, color in zip(("ugraph", "ugraph_best"), pair)}
     for ax, op in zip(axes[:, 0], ops):
         cases = [c for f in found for c in f.get(op, [])]
         labels = list(dict.fromkeys((c[4], c[0]) for c in cases))
@@ -179,8 +182,8 @@ def kernels_chart(path):
         ax.set_xticks(range(len(labels)), [f"{lab[1]}" for lab in labels], rotation=70, ha="right", fontsize=6)
         base = "cuSPARSE (torch.sparse.mm, CSR)" if bases == {"cusparse"} else \
             "torch gather/scatter (cuSPARSE has no such op)"
-        ax.set_title(f"{op}: speedup vs {base}; H100, fp32; kernels b4610d2a (blue, graphs of kernels_b4610d2a.csv) "
-                     f"and d39a28b4 (orange, graphs of kernels.csv)", fontsize=9)
+        versions = " and ".join(f"{v} (graphs of {n})" for n, v, _ in KERNEL_FILES)
+        ax.set_title(f"{op}: speedup vs {base}; H100, fp32; kernels {versions}", fontsize=9)
         ax.set_ylabel("speedup")
         ax.legend(fontsize=6.5, loc="upper left", bbox_to_anchor=(1.005, 1.0))
     fig.tight_layout()
