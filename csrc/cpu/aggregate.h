@@ -131,6 +131,8 @@ struct Aggregate : RowStore<T, I, Red> {
   // with ~20 edges a row, stopping at each row end would leave a row's first edges unfetched.
   // Only when the gathered rows outrun the caches (Args::prefetch).
   static constexpr int64_t kAhead = 32;
+  // Broadcast rows narrower than this that are one run take small() with fixed steps.
+  static constexpr int64_t kSmallBcast = 32 / sizeof(Acc) + 1;
 
   // Folds the messages of positions [pb, pe) for features [j0, j0 + n) into acc/win (winners
   // as offsets from pb), and prefetches ahead up to position `limit`.
@@ -178,11 +180,53 @@ struct Aggregate : RowStore<T, I, Red> {
         return reduce(g, pb, pe, limit, j0, std::integral_constant<int64_t, W>{}, acc, win, sink);
       }
       if constexpr (W > kNarrow) return block<Wide, W / 2>(g, pb, pe, limit, j0, sink);
+      if constexpr (!Bcast && !kHalf) return small<kNarrow - 1, 1, 1>(g, pb, pe, limit, j0, j0, j0, left, sink);
       if constexpr (!Bcast && !Red::is_cmp) return narrow(g, pb, pe, limit, j0, left, sink);
+    }
+    if constexpr (Wide && Bcast && !kHalf && !Op::reduce_last) {
+      // One broadcast run over the whole (narrow) row, e.g. u_mul_e with one edge weight per
+      // head at one head: each operand steps by a constant 0 or 1 from one offset.
+      if (j0 == 0 && g.run == g.out_len && g.out_len < kSmallBcast) {
+        if (g.a_step && !g.b_step)
+          return small<kSmallBcast - 1, 1, 0>(g, pb, pe, limit, g.a_off[0], g.b_off[0], 0, left, sink);
+        if (!g.a_step && g.b_step)
+          return small<kSmallBcast - 1, 0, 1>(g, pb, pe, limit, g.a_off[0], g.b_off[0], 0, left, sink);
+      }
     }
     Acc acc[kBlock];
     Win win[Red::is_cmp ? kBlock : 1];
     return reduce(g, pb, pe, limit, j0, left < kBlock ? left : kBlock, acc, win, sink);
+  }
+
+  // Widths under one vector with their width fixed at compile time: n == left, one of
+  // [1, N]. Operand A's elements sit at a0 + i * SA of its row, B's at b0 + i * SB (SA, SB 0 or
+  // 1), the block's features at [j0, j0 + n). The accumulators stay in registers and the loop
+  // over them unrolls, so an edge costs its loads and adds, whatever the width.
+  template <int64_t N, int SA, int SB, typename Sink>
+  UG_INLINE static int64_t small(const G& g, int64_t pb, int64_t pe, int64_t limit, int64_t a0, int64_t b0,
+                                 int64_t j0, int64_t left, Sink&& sink) {
+    if constexpr (N > 1) {
+      if (left != N) return small<N - 1, SA, SB>(g, pb, pe, limit, a0, b0, j0, left, sink);
+    }
+    using Width = std::integral_constant<int64_t, N>;
+    Acc acc[N];
+    Win win[Red::is_cmp ? N : 1];
+    init(Width{}, acc, win);
+    for (int64_t p = pb; p < pe; ++p) {
+      if (g.prefetch && p + kAhead < limit) Msg::prefetch(g, p + kAhead, j0, N);
+      const T* a = Op::use_lhs ? g.a.at(p) + a0 : nullptr;
+      const T* b = Op::use_rhs ? g.b.at(p) + b0 : nullptr;
+      if constexpr (Red::is_cmp) {
+        const Win pos = Win(p - pb);
+#pragma GCC unroll 16
+        for (int64_t i = 0; i < N; ++i) Red::Fold(acc[i], win[i], Msg::template element<SA, SB>(a, b, i), pos);
+      } else {
+#pragma GCC unroll 16
+        for (int64_t i = 0; i < N; ++i) acc[i] += Msg::template element<SA, SB>(a, b, i);
+      }
+    }
+    sink(j0, Width{}, acc, win);
+    return N;
   }
 
   // One block of n features (a fixed or a runtime width) in the caller's accumulator.
