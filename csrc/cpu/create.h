@@ -62,8 +62,13 @@ struct Create {
       const T* a = Op::use_lhs ? g.a.at(p) + a0 : nullptr;
       const T* b = Op::use_rhs ? g.b.at(p) + b0 : nullptr;
       T* c = g.c + (g.out_index ? int64_t(g.out_index[p]) : p) * N;
+      // All loads before the stores: C may alias A or B as far as the compiler knows, and
+      // interleaved stores would keep it from packing the N elements into one vector.
+      T m[N];
 #pragma GCC unroll 16
-      for (int64_t i = 0; i < N; ++i) c[i] = Scalar<T>::store(Msg::template element<SA, SB>(a, b, i));
+      for (int64_t i = 0; i < N; ++i) m[i] = Scalar<T>::store(Msg::template element<SA, SB>(a, b, i));
+#pragma GCC unroll 16
+      for (int64_t i = 0; i < N; ++i) c[i] = m[i];
     }
   }
 
@@ -81,15 +86,20 @@ struct Create {
       const T* a = g.a.at(p);
       const T* b = g.b.at(p);
       T* c = g.c + (g.out_index ? int64_t(g.out_index[p]) : p) * n;
-      for (int64_t j = 0; j < n; ++j) {
-        const T* ar = a + Msg::run_a(g, j);
-        const T* br = b + Msg::run_b(g, j);
-        typename Msg::Acc s = 0;  // as DGL: 0 + a product of -0 is +0
-#pragma GCC unroll 16
-        for (int64_t i = 0; i < K; ++i) s += Op::Call(Scalar<T>::load(ar[i]), Scalar<T>::load(br[i]));
-        c[j] = Scalar<T>::store(s);
+      if (n == 1) {  // one head: a single message, no loop
+        c[0] = Scalar<T>::store(dot_fixed<K>(a + Msg::run_a(g, 0), b + Msg::run_b(g, 0)));
+        continue;
       }
+      for (int64_t j = 0; j < n; ++j) c[j] = Scalar<T>::store(dot_fixed<K>(a + Msg::run_a(g, j), b + Msg::run_b(g, j)));
     }
+  }
+
+  template <int64_t K>
+  UG_INLINE static typename Msg::Acc dot_fixed(const T* a, const T* b) {
+    typename Msg::Acc s = 0;  // as DGL: 0 + a product of -0 is +0
+#pragma GCC unroll 16
+    for (int64_t i = 0; i < K; ++i) s += Op::Call(Scalar<T>::load(a[i]), Scalar<T>::load(b[i]));
+    return s;
   }
 
   // The narrow cases above, or false for positions_impl. Only in the x86-64-v3/v4 versions.
