@@ -131,6 +131,11 @@ struct Aggregate : RowStore<T, I, Red> {
   // with ~20 edges a row, stopping at each row end would leave a row's first edges unfetched.
   // Only when the gathered rows outrun the caches (Args::prefetch).
   static constexpr int64_t kAhead = 32;
+  // Broadcast rows narrower than this that are one run take small() with fixed steps.
+  static constexpr int64_t kSmallBcast = 32 / sizeof(Acc) + 1;
+  // Rows of at most this many elements (without broadcast, or one broadcast run) take
+  // rows_small(), with the width resolved once per segment.
+  static constexpr int64_t kSmallRow = 8;
 
   // Folds the messages of positions [pb, pe) for features [j0, j0 + n) into acc/win (winners
   // as offsets from pb), and prefetches ahead up to position `limit`.
@@ -178,11 +183,99 @@ struct Aggregate : RowStore<T, I, Red> {
         return reduce(g, pb, pe, limit, j0, std::integral_constant<int64_t, W>{}, acc, win, sink);
       }
       if constexpr (W > kNarrow) return block<Wide, W / 2>(g, pb, pe, limit, j0, sink);
+      if constexpr (!Bcast && !kHalf) return small<kNarrow - 1, 1, 1>(g, pb, pe, limit, j0, j0, j0, left, sink);
       if constexpr (!Bcast && !Red::is_cmp) return narrow(g, pb, pe, limit, j0, left, sink);
+    }
+    if constexpr (Wide && Bcast && !kHalf && !Op::reduce_last) {
+      // One broadcast run over the whole (narrow) row, e.g. u_mul_e with one edge weight per
+      // head at one head: each operand steps by a constant 0 or 1 from one offset.
+      if (j0 == 0 && g.run == g.out_len && g.out_len < kSmallBcast) {
+        if (g.a_step && !g.b_step)
+          return small<kSmallBcast - 1, 1, 0>(g, pb, pe, limit, g.a_off[0], g.b_off[0], 0, left, sink);
+        if (!g.a_step && g.b_step)
+          return small<kSmallBcast - 1, 0, 1>(g, pb, pe, limit, g.a_off[0], g.b_off[0], 0, left, sink);
+      }
     }
     Acc acc[kBlock];
     Win win[Red::is_cmp ? kBlock : 1];
     return reduce(g, pb, pe, limit, j0, left < kBlock ? left : kBlock, acc, win, sink);
+  }
+
+  // Widths under one vector with their width fixed at compile time: n == left, one of
+  // [1, N]. Operand A's elements sit at a0 + i * SA of its row, B's at b0 + i * SB (SA, SB 0 or
+  // 1), the block's features at [j0, j0 + n). The accumulators stay in registers and the loop
+  // over them unrolls, so an edge costs its loads and adds, whatever the width.
+  template <int64_t N, int SA, int SB, typename Sink>
+  UG_INLINE static int64_t small(const G& g, int64_t pb, int64_t pe, int64_t limit, int64_t a0, int64_t b0,
+                                 int64_t j0, int64_t left, Sink&& sink) {
+    if constexpr (N > 1) {
+      if (left != N) return small<N - 1, SA, SB>(g, pb, pe, limit, a0, b0, j0, left, sink);
+    }
+    using Width = std::integral_constant<int64_t, N>;
+    Acc acc[N];
+    Win win[Red::is_cmp ? N : 1];
+    init(Width{}, acc, win);
+    fold_small<N, SA, SB>(g, pb, pe, limit, a0, b0, j0, acc, win);
+    sink(j0, Width{}, acc, win);
+    return N;
+  }
+
+  // small()'s fold over positions [pb, pe).
+  template <int64_t N, int SA, int SB>
+  UG_INLINE static void fold_small(const G& g, int64_t pb, int64_t pe, int64_t limit, int64_t a0, int64_t b0,
+                                   int64_t j0, Acc* acc, Win* win) {
+    for (int64_t p = pb; p < pe; ++p) {
+      if (g.prefetch && p + kAhead < limit) Msg::prefetch(g, p + kAhead, j0, N);
+      const T* a = Op::use_lhs ? g.a.at(p) + a0 : nullptr;
+      const T* b = Op::use_rhs ? g.b.at(p) + b0 : nullptr;
+      if constexpr (Red::is_cmp) {
+        const Win pos = Win(p - pb);
+#pragma GCC unroll 16
+        for (int64_t i = 0; i < N; ++i) Red::Fold(acc[i], win[i], Msg::template element<SA, SB>(a, b, i), pos);
+      } else if constexpr (N >= 4) {  // whole or masked vectors
+#pragma omp simd
+        for (int64_t i = 0; i < N; ++i) acc[i] += Msg::template element<SA, SB>(a, b, i);
+      } else {  // a few scalars
+#pragma GCC unroll 16
+        for (int64_t i = 0; i < N; ++i) acc[i] += Msg::template element<SA, SB>(a, b, i);
+      }
+    }
+  }
+
+  // Whole rows [lo, hi) of a narrow row (n == out_len, one of [1, N]) with the width resolved
+  // once for them all rather than per row: a row then costs its indptr load and its store.
+  template <int64_t N, int SA, int SB>
+  UG_INLINE static void rows_small(const G& g, int64_t lo, int64_t hi, int64_t limit, int64_t a0, int64_t b0,
+                                   int64_t n) {
+    if constexpr (N > 1) {
+      if (n != N) return rows_small<N - 1, SA, SB>(g, lo, hi, limit, a0, b0, n);
+    }
+    using Width = std::integral_constant<int64_t, N>;
+    for (int64_t v = lo; v < hi; ++v) {
+      const int64_t pb = g.indptr[v], pe = g.indptr[v + 1];
+      Acc acc[N];
+      Win win[Red::is_cmp ? N : 1];
+      init(Width{}, acc, win);
+      fold_small<N, SA, SB>(g, pb, pe, limit, a0, b0, 0, acc, win);
+      store(g, v, 0, Width{}, acc, win, pb);
+    }
+  }
+
+  // The rows [lo, hi) by rows_small when the row is narrow (no broadcast, or one broadcast run
+  // of fixed steps); false to leave them to block().
+  UG_INLINE static bool narrow_rows(const G& g, int64_t lo, int64_t hi, int64_t limit) {
+    if constexpr (kHalf || Op::reduce_last) {
+      return false;
+    } else if constexpr (!Bcast) {
+      if (g.out_len > kSmallRow) return false;
+      rows_small<kSmallRow, 1, 1>(g, lo, hi, limit, 0, 0, g.out_len);
+      return true;
+    } else {
+      if (g.out_len > kSmallRow || g.run != g.out_len || g.a_step == g.b_step) return false;
+      if (g.a_step) rows_small<kSmallRow, 1, 0>(g, lo, hi, limit, g.a_off[0], g.b_off[0], g.out_len);
+      else rows_small<kSmallRow, 0, 1>(g, lo, hi, limit, g.a_off[0], g.b_off[0], g.out_len);
+      return true;
+    }
   }
 
   // One block of n features (a fixed or a runtime width) in the caller's accumulator.
@@ -230,7 +323,21 @@ struct Aggregate : RowStore<T, I, Red> {
   template <bool Wide>
   UG_INLINE static void segment_rows(const G& g, const Segment& s, Partial head, Partial tail) {
     const int64_t last = s.has_tail ? s.v1 : s.v1 - 1;
+    // Narrow rows: the rows wholly inside the segment ([v0 + has_head, v1)) in one loop of fixed
+    // width; the head and tail rows, if any, below.
+    int64_t skip_lo = 0, skip_hi = -1;
+    if constexpr (Wide) {
+      const int64_t lo = s.has_head ? s.v0 + 1 : s.v0;
+      if (lo < s.v1 && narrow_rows(g, lo, s.v1, s.p1)) {
+        skip_lo = lo;
+        skip_hi = s.v1 - 1;
+      }
+    }
     for (int64_t v = s.v0; v <= last; ++v) {
+      if (v == skip_lo && skip_hi >= v) {
+        v = skip_hi;
+        continue;
+      }
       const int64_t pb = v == s.v0 ? s.p0 : int64_t(g.indptr[v]);
       const int64_t pe = v == s.v1 ? s.p1 : int64_t(g.indptr[v + 1]);
       const Partial part = v == s.v1 ? tail : v == s.v0 && s.has_head ? head : Partial{nullptr, nullptr};
