@@ -34,10 +34,11 @@ import torch  # noqa: E402
 from dgl.backend.pytorch import sparse  # noqa: E402
 
 import dgl_ugraph  # noqa: E402
-from dgl_ugraph import integration, ops  # noqa: E402
-from dgl_ugraph.abstraction import OpInfo  # noqa: E402
-from dgl_ugraph.cache import entry_for  # noqa: E402
-from dgl_ugraph.graph_suite import datasets_dir  # noqa: E402
+from dgl_ugraph.core import ops  # noqa: E402
+from dgl_ugraph.core.abstraction import OpInfo  # noqa: E402
+from dgl_ugraph.dgl import interception  # noqa: E402
+from dgl_ugraph.dgl.cache import entry_for  # noqa: E402
+from dgl_ugraph.tuning.graph_suite import datasets_dir  # noqa: E402
 
 COLUMNS = ["label", "graph", "V", "E", "idtype", "threads", "case", "impl", "us_median", "us_p25", "us_p75"]
 
@@ -104,7 +105,7 @@ def main(argv=None):
         print(f"{args.graph}.npz not found under {datasets_dir() or '../shared/datasets'}: nothing measured")
         return 0
     dgl_ugraph.enable()
-    own = dict(integration._dgl)
+    own = dict(interception._dgl)
     ours = {"_gspmm": sparse._gspmm, "_gsddmm": sparse._gsddmm}
     assert ours["_gspmm"] is not own["_gspmm"], "the plugin is not routing DGL's calls"
     gidx = g._graph

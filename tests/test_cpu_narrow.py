@@ -20,7 +20,7 @@ import pytest
 import torch
 
 from dgl_ugraph import OpInfo, UGraph, ugrapher
-from dgl_ugraph import _ext
+from dgl_ugraph.core import _ext
 from tests.test_core_cpu import DTYPES, GATHERS, IDTYPES, check, dname, make_op, omp_threads, operand, random_graph, \
     square_graph
 
