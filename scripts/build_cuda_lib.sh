@@ -11,8 +11,9 @@ if [ -x .venv/bin/python ]; then
 else
   PY=$(command -v python3)
 fi
-BUILD=build/cuda-lib
 ARCHS=${UGRAPH_CUDA_ARCHS:-90}
+# One build folder per architecture list, so that a check for other archs keeps sm_90's build.
+BUILD=build/cuda-lib$([ "$ARCHS" = 90 ] || echo "-${ARCHS//,/-}")
 CUDA_FLAGS=""
 if [ "${UGRAPH_PTXAS_VERBOSE:-0}" = 1 ]; then CUDA_FLAGS="-Xptxas=-v"; fi
 

@@ -56,12 +56,15 @@ struct EdgeSink {
   template <int kVec>
   __device__ __forceinline__ void flush_sum(int64_t i, const Acc (&acc)[kVec], bool whole) const {
     static_assert(!kPacked, "max/min flush through packed keys");
+    // The float4 overload exists only where the GPU has it: the guard keeps the call out of the
+    // other architectures' compilation altogether (a discarded branch is still parsed).
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
     constexpr bool kVector = std::is_same_v<Acc, float> && kVec % 4 == 0;
 #else
     constexpr bool kVector = false;
 #endif
     if constexpr (kVector) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
       auto* out = static_cast<float*>(target) + i;
 #pragma unroll
       for (int k = 0; k < kVec; k += 4) {
@@ -72,6 +75,7 @@ struct EdgeSink {
           atomicAdd(reinterpret_cast<float4*>(out + k), v);
         }
       }
+#endif
     } else {
 #pragma unroll
       for (int k = 0; k < kVec; ++k) flush(i + k, acc[k], -1, whole);
