@@ -36,12 +36,27 @@ if [ ! -x "$VENV/bin/python" ]; then
   "$PY" -m venv "$VENV"
 fi
 VPY=$VENV/bin/python
+# No wheel cache: each CUDA build of torch brings about 3 GB of wheels, which a cache would hold
+# a second time beside the installed copy; CI machines have run out of disk on it.
+PIP=("$VPY" -m pip install -q --no-cache-dir)
 if ! "$VPY" -c "import dgl, torch; assert torch.__version__.split('+')[0] == '$TORCH' and dgl.__version__ == '$DGL'" 2>/dev/null; then
-  "$VPY" -m pip install -q --upgrade pip
-  "$VPY" -m pip install -q "torch==$TORCH" "dgl==$DGL" "numpy<2" "scipy<1.15" "${EXTRA[@]}" \
+  "${PIP[@]}" --upgrade pip
+  if [ "$PROFILE" = dgl11 ]; then
+    # PyPI's torch 2.1.1 and 2.2.1 need the same CUDA 12.1 runtime wheels, NCCL aside (2.8 GB
+    # installed). The first environment's copies are hard-linked in with their metadata, so pip
+    # finds them installed; it replaces whichever version torch 2.1.1 pins differently. Removing
+    # or replacing a file here unlinks it and leaves the first environment's copy intact.
+    SRC=$(.venv/bin/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
+    DST=$("$VPY" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
+    if [ -d "$SRC/nvidia" ] && [ ! -e "$DST/nvidia" ]; then
+      cp -al "$SRC/nvidia" "$DST/nvidia" 2>/dev/null || cp -a "$SRC/nvidia" "$DST/nvidia"
+      cp -a "$SRC"/nvidia_*.dist-info "$DST/"
+    fi
+  fi
+  "${PIP[@]}" "torch==$TORCH" "dgl==$DGL" "numpy<2" "scipy<1.15" "${EXTRA[@]}" \
       psutil pytest hypothesis
   if [ ${#NODEPS[@]} -gt 0 ]; then
-    "$VPY" -m pip install -q --no-deps "${NODEPS[@]}"
+    "${PIP[@]}" --no-deps "${NODEPS[@]}"
   fi
 fi
 if [ "$PROFILE" = dgl11 ]; then
@@ -55,11 +70,11 @@ else
   # The predictor's optional extras: training (lightgbm), its plots (matplotlib) and the tuning
   # progress bar (tqdm; DGL pulls the same one); import-linter checks the package's layers in
   # `make test`.
-  "$VPY" -c "import lightgbm, matplotlib" 2>/dev/null || "$VPY" -m pip install -q "numpy<2" lightgbm matplotlib
-  "$VPY" -c "import importlinter, tqdm" 2>/dev/null || "$VPY" -m pip install -q "import-linter==2.17" "tqdm==4.70.1"
+  "$VPY" -c "import lightgbm, matplotlib" 2>/dev/null || "${PIP[@]}" "numpy<2" lightgbm matplotlib
+  "$VPY" -c "import importlinter, tqdm" 2>/dev/null || "${PIP[@]}" "import-linter==2.17" "tqdm==4.70.1"
   # The package build needs no isolation: every build tool is already in the venv. The install
   # carries the start-up hook (DGL_UGRAPH=1) and serves programs run from anywhere.
-  "$VPY" -m pip install -q --no-build-isolation .
+  "${PIP[@]}" --no-build-isolation .
   # Programs run from the checkout (the tests, the models, python -m dgl_ugraph here) import the
   # package from the checkout, which then needs its own compiled core beside the sources.
   PATH="$PWD/$VENV/bin:$PATH" PYTHON="$VPY" bash scripts/build_inplace.sh
