@@ -116,10 +116,21 @@ PYBIND11_MODULE(_C, m) {
 
   py::class_<UgParams> params(m, "Params");
   params.def(py::init(&make_params));
-  // A copy with some fields changed: a repeat call of one signature changes only its data.
-  params.def("replace", [](const UgParams& p, const py::kwargs& fields) {
+  // A copy with this call's addresses: a repeat call of one signature (core.ops.Plan) changes
+  // only its data. Positional, as keyword arguments cost a dict and a name lookup per field,
+  // which on a small graph is a sizeable part of the call.
+  params.def("with_data", [](const UgParams& p, uintptr_t a, int64_t a_row_stride, uintptr_t b,
+                             int64_t b_row_stride, uintptr_t c, uintptr_t arg_a, uintptr_t arg_b,
+                             uintptr_t workspace) {
     UgParams q = p;
-    assign(q, fields);
+    q.a = reinterpret_cast<const void*>(a);
+    q.a_row_stride = a_row_stride;
+    q.b = reinterpret_cast<const void*>(b);
+    q.b_row_stride = b_row_stride;
+    q.c = reinterpret_cast<void*>(c);
+    q.arg_a = reinterpret_cast<void*>(arg_a);
+    q.arg_b = reinterpret_cast<void*>(arg_b);
+    q.workspace = reinterpret_cast<void*>(workspace);
     return q;
   });
 #define UG_FIELD(name) params.def_readwrite(#name, &UgParams::name)

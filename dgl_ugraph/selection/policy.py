@@ -139,16 +139,16 @@ _plans: Dict[int, Tuple[weakref.ref, "OrderedDict[tuple, ops.Plan]"]] = {}
 _plans_lock = threading.Lock()
 
 
-def _meta(t: Optional[torch.Tensor]) -> Optional[tuple]:
-    # get_device() (-1 on CPU): an int, where .device builds an object on every call.
-    return None if t is None else (t.shape, t.dtype, t.get_device())
-
-
 def _plan_key(op_info: OpInfo, parallel_info: Optional[ParallelInfo]) -> tuple:
-    """What a plan fixes: the operator, its operands' shapes, dtype and device, and what its
-    configuration was chosen from (the settings the policy reads)."""
-    return (op_info.edge_op, op_info.gather_op, op_info.A_type, op_info.B_type, op_info.C_type, _meta(op_info.A),
-            _meta(op_info.B), parallel_info, settings.forced_strategy(), settings.autotune(), deterministic())
+    """What a plan fixes: the operator (C_type follows from gather_op), its operands' shapes,
+    dtype and device (.device: get_device() gives -1 for CPU and meta tensors alike), and what
+    its configuration was chosen from: the parallel info given, or the settings and torch's
+    deterministic mode that the policy reads. Built from attributes alone, on every call."""
+    a, b = op_info.A, op_info.B
+    return (op_info.edge_op, op_info.gather_op, op_info.A_type, op_info.B_type,
+            None if a is None else a.shape, None if a is None else a.dtype, None if a is None else a.device,
+            None if b is None else b.shape, None if b is None else b.dtype, None if b is None else b.device,
+            parallel_info, settings.selection_state(), torch.are_deterministic_algorithms_enabled())
 
 
 def _cached_plan(graph: UGraph, key: tuple) -> Optional[ops.Plan]:
