@@ -1,8 +1,8 @@
 """Host cost of a repeat operator call on CPU (issue 14): the Python around the compiled core,
 on a graph so small that the kernel itself is a fraction of a microsecond.
 
-Per operator, each call timed back to back (medians and quartiles of per-call microseconds
-over the rounds):
+Per operator, each call timed back to back (per round, the median of 5 blocks of calls/5
+calls; medians and quartiles of per-call microseconds over the rounds):
   empty      - torch.empty of the output: the allocation every path pays;
   raw        - the compiled core's run_cpu on params packed once: the kernel and the binding;
   prepared   - core.ops.Prepared.run: the same through the Python launch;
@@ -39,6 +39,7 @@ import time
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 COLUMNS = ["machine", "torch", "dgl", "threads", "tree", "commit", "op", "F", "impl", "us_median", "us_p25",
            "us_p75", "rounds", "calls"]
+BLOCKS = 5  # per round and implementation
 IMPLS = ("empty", "raw", "prepared", "plan", "ugrapher", "dgl_path", "dgl")
 
 
@@ -95,11 +96,18 @@ def _worker(nodes: int, edges: int, width: int, calls: int, threads: int) -> Non
             "dgl": lambda call=call: call(own),
         }
 
+    block = max(1, calls // BLOCKS)
+
     def per_call_us(fn) -> float:
-        t0 = time.perf_counter_ns()
-        for _ in range(calls):
-            fn()
-        return (time.perf_counter_ns() - t0) / calls / 1e3
+        """The median over BLOCKS blocks of back-to-back calls: a preemption on a shared
+        machine spoils one block, not the round."""
+        times = []
+        for _ in range(BLOCKS):
+            t0 = time.perf_counter_ns()
+            for _ in range(block):
+                fn()
+            times.append((time.perf_counter_ns() - t0) / block / 1e3)
+        return statistics.median(times)
 
     for by_impl in impls.values():  # warm-up: decisions, plans, the allocator
         for fn in by_impl.values():
