@@ -46,6 +46,8 @@ IMPLS = ("empty", "raw", "prepared", "plan", "ugrapher", "dgl_path", "dgl")
 # ---- the worker: one tree's dgl_ugraph, timing one round per request ----------------------------
 
 def _worker(nodes: int, edges: int, width: int, calls: int, threads: int) -> None:
+    # Imported here, not at the top: the driver imports nothing of dgl_ugraph, and each worker
+    # imports its own tree's (its PYTHONPATH).
     import torch
     torch.set_num_threads(threads)
     import dgl

@@ -1,9 +1,11 @@
 """ops.Plan, the DGL layer's repeat-call path: checked once, then each call fills only its data.
 A plan must give what a fresh dgl_ugraph.ugrapher call gives, for new operands of the same signature
-with any row stride, and scripts/bench_dispatch.py (bench/dispatch.csv) must run."""
+with any row stride, and scripts/bench_dispatch.py (bench/dispatch.csv) and scripts/bench_host_path.py
+(bench/host_path_cpu.csv) must run."""
 from __future__ import annotations
 
 import csv
+import os
 import subprocess
 import sys
 
@@ -68,6 +70,18 @@ def test_bench_dispatch_runs(tmp_path):
     rows = list(csv.DictReader(open(out)))
     assert {r["impl"] for r in rows} == {"dgl", "ugraph", "kernel", "dispatch"}
     assert len({r["op"] for r in rows}) == 4 and all(float(r["us_median"]) == float(r["us_median"]) for r in rows)
+
+
+def test_bench_host_path_runs(tmp_path):
+    out = tmp_path / "host_path.csv"
+    res = subprocess.run([sys.executable, str(ROOT + "/scripts/bench_host_path.py"), "--rounds", "2", "--calls", "5",
+                          "--nodes", "20", "--edges", "60", "--width", "4", "--out", str(out)],
+                         capture_output=True, text=True, timeout=300, env=dict(os.environ, PYTHONPATH=ROOT))
+    assert res.returncode == 0, res.stderr[-2000:]
+    rows = list(csv.DictReader(open(out)))
+    assert {r["impl"] for r in rows} == {"empty", "raw", "prepared", "plan", "ugrapher", "dgl_path", "dgl",
+                                         "ugrapher_host", "dispatch"}
+    assert len({r["op"] for r in rows}) == 4 and {r["tree"] for r in rows} == {"this"}
 
 
 def test_ugrapher_repeats_reuse_one_plan_per_signature(monkeypatch):
