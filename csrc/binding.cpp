@@ -2,10 +2,12 @@
 // take it. No tensors cross this boundary, only addresses, so no libtorch is linked.
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
 
 #include <cstdint>
 #include <string>
 #include <unordered_map>
+#include <vector>
 
 #include "common/validate.h"
 #include "forest.h"
@@ -197,6 +199,25 @@ PYBIND11_MODULE(_C, m) {
     char why[512] = {0};
     int status = ug_cuda_check(&p, why, sizeof(why));
     return py::make_tuple(status, std::string(why));
+  });
+  // The core's timing loop (ug_cuda_time): configurations of one call as params objects, and the
+  // launches of each. Answers (status, message, failed, ms, starved): each launch's milliseconds,
+  // config-major, where status is UG_OK; otherwise the reason, and in `failed` the position of the
+  // configuration that was refused or failed to queue (-1 when the stream itself failed).
+  m.def("cuda_time", [](const std::vector<UgParams>& ps, const std::vector<int32_t>& runs, uintptr_t stream,
+                        float gate_timeout_ms) {
+    if (ps.size() != runs.size()) throw py::value_error("cuda_time: one run count per params");
+    int64_t total = 0;
+    for (int32_t r : runs) total += r > 0 ? r : 0;
+    std::vector<float> ms(static_cast<size_t>(total));
+    int32_t starved = 0, failed = -1, status;
+    {
+      py::gil_scoped_release nogil;
+      status = ug_cuda_time(ps.data(), runs.data(), static_cast<int32_t>(ps.size()), reinterpret_cast<void*>(stream),
+                            gate_timeout_ms, ms.data(), &starved, &failed);
+    }
+    const std::string why = status == UG_OK ? "" : ug_cuda_last_error();
+    return py::make_tuple(status, why, failed, ms, starved != 0);
   });
 #endif
 

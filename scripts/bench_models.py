@@ -700,8 +700,6 @@ def record_trace(model, g, feat, model_name: str = "", graph_name: str = "", pre
                 name = fn_name(func)
                 node = {"op": "torch", "fn": name, "args": [rec.enc(a) for a in args],
                         "kwargs": {k: rec.enc(v) for k, v in kwargs.items()}}
-                if name.startswith("torch.nn.functional:dropout") or name.endswith("_dropout"):
-                    pass
                 node["out"] = None if result is None else rec.outs(result)
                 rec.ops.append(node)
             return result
@@ -1105,8 +1103,6 @@ def trace_path(traces_dir, model_name: str) -> pathlib.Path:
 def record_all(args):
     """Records one trace per (model, graph) of the CPU benchmark into bench/traces/<model>.json,
     and checks each by replaying it on CPU through our kernels against DGL's output."""
-    import dgl_ugraph
-
     only = set(args.only.split(",")) if args.only else None
     standins = [s for s in (args.standins.split(",") if args.standins else DEFAULT_STANDINS) if s]
     models = args.models.split(",")
@@ -1285,7 +1281,7 @@ def run_gpu(args):
                     if net is not None:
                         net = net.to(device).eval()
                         edge_index = torch.stack([src, dst]).to(device)
-                        fns["pyg"] = lambda net=net, ei=edge_index: net(feat_gpu, ei)
+                        fns["pyg"] = lambda net=net, ei=edge_index, x=feat_gpu: net(x, ei)
                 times = {impl: cuda_ms(fn, args.gpu_reps, 3) for impl, fn in fns.items()}
             rows = [dict(device=device_name, model=model_name, graph=gname, mode="inference", impl=impl,
                          ms=round(statistics.median(ts), 4), V=n, E=graph.e, feat=feat.shape[1], classes=classes,
@@ -1393,7 +1389,7 @@ def summarize(path, impl="ugraph", baseline="dgl", kind="cpu", details=True) -> 
         return (math.exp(sum(math.log(x) for x in xs) / len(xs)), len(xs)) if xs else (float("nan"), 0)
 
     modes = [m for m in MODES if any(c["mode"] == m for c in cases)]
-    lines = [f"| cases | " + " | ".join(f"{m} geomean (cases)" for m in modes) + " |",
+    lines = ["| cases | " + " | ".join(f"{m} geomean (cases)" for m in modes) + " |",
              "|---|" + "---|" * len(modes)]
     for label, keep in GROUPS[kind]:
         cells = []

@@ -221,7 +221,7 @@ def main(argv=None) -> int:
               f"Its top-ranked configuration was unmeasured (refused or failed) in {unmeasured} cases; the next "
               f"measured one counts there.", "",
               "Acceptance (issue 4): geomean >= 0.95: " + ("PASS" if ok_g else "FAIL") +
-              f"; 10th percentile >= 0.8: " + ("PASS" if ok_p else "FAIL") + ".", "",
+              "; 10th percentile >= 0.8: " + ("PASS" if ok_p else "FAIL") + ".", "",
               "## Decision overhead (measured on the machine that ran this script)", "",
               f"- uncached (features + compiled forest over every configuration of the case): median "
               f"{statistics.median(uncached):.0f} us, 90th percentile {np.percentile(uncached, 90):.0f} us, "

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # One call on the GPU machine: build, test, sanitize and benchmark; results under $OUT.
-#   bash scripts/gpu_check.sh [build] [test] [sanitize] [bench] [collect] [dgl | dgl-test dgl-bench] [dgl-dispatch]
+#   bash scripts/gpu_check.sh [build] [test] [sanitize] [bench] [collect] [tune] [dgl | dgl-test dgl-bench] [dgl-dispatch]
 #   (default: build test sanitize bench)
 # The CUDA library is taken from .prebuilt/ when its source hash matches these sources (build it
 # here with `make cuda-lib`); otherwise everything is built on the GPU machine.
@@ -74,6 +74,20 @@ fi
 if has collect; then
   $PY scripts/collect.py --out-dir "$OUT" --budget-s "${COLLECT_BUDGET_S:-400}" ${COLLECT_ARGS:-} 2>&1 | tee "$OUT/collect.log" | tail -15
 fi
+# Stage tune runs `python -m dgl_ugraph tune --quick` as a user would, then checks that a new process
+# picks the model up. The GPU machine has no internet: lightgbm and scipy (which it imports) come
+# as wheels carried in .gpu-deps/wheels (pip download --only-binary=:all: --python-version 3.12).
+if has tune; then
+  $PY -c "import lightgbm" 2>/dev/null || $PY -m pip install -q --no-index --find-links .gpu-deps/wheels lightgbm \
+    || exit 1
+  t=$(date +%s)
+  { header; timeout "${TUNE_TIMEOUT_S:-420}" $PY -m dgl_ugraph tune --quick --fresh 2>&1; } | tee "$OUT/tune_quick.log" | tail -15
+  [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+  echo "tune --quick: $(( $(date +%s) - t )) s" | tee -a "$OUT/tune_quick.log"
+  $PY -c "from dgl_ugraph.selection import predictor; p = predictor.load(predictor.device_info().family)
+print('a new process loads', p.path if p else None)" 2>&1 | tee -a "$OUT/tune_quick.log"
+fi
+
 if has dgl || has dgl-test || has dgl-bench || has dgl-dispatch; then
   tarball=${DGL_TARBALL:-.gpu-deps/dgl-2.4.0-cuda13-sm90-torch2.11.tar.xz}
   mkdir -p /tmp/dglpkg && tar -xJf "$tarball" -C /tmp/dglpkg || exit 1

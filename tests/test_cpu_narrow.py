@@ -10,7 +10,6 @@ edges, strided rows and the lower instruction-set versions.
 """
 from __future__ import annotations
 
-import itertools
 import math
 import os
 import subprocess
