@@ -118,6 +118,12 @@ PYBIND11_MODULE(_C, m) {
 
   py::class_<UgParams> params(m, "Params");
   params.def(py::init(&make_params));
+  // A copy with some fields changed by name: the timing runner's configurations of one call.
+  params.def("replace", [](const UgParams& p, const py::kwargs& fields) {
+    UgParams q = p;
+    assign(q, fields);
+    return q;
+  });
   // A copy with this call's addresses: a repeat call of one signature (core.ops.Plan) changes
   // only its data. Positional, as keyword arguments cost a dict and a name lookup per field,
   // which on a small graph is a sizeable part of the call.
