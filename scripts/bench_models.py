@@ -1499,7 +1499,7 @@ def profile_ops(model_name, gname, mode="inference", reps=15):
     torch.manual_seed(0)
     model, prepare = build_model(model_name, feat.shape[1], classes)
     g = make_dgl_graph(src, dst, n, prepare)
-    fn = inference_fn(model, g, feat) if mode == "inference" else training_fn(model, g, feat, labels)
+    fn = inference_fn(model, g, feat) if mode == "inference" else training_fn(model, labels, g, feat)
     keys = {
         "_gspmm": lambda gi, op, red, u, e: f"gspmm {op}-{red} F={tuple((u if u is not None else e).shape[1:])}",
         "_gsddmm": lambda gi, op, l, r, lt="u", rt="v": f"gsddmm {lt}_{op}_{rt} F={tuple((l if l is not None else r).shape[1:])}",

@@ -40,6 +40,7 @@ struct Args {
   const int64_t* b_off = nullptr;
   int64_t run = 1;
   int a_step = 1, b_step = 1;
+  bool heads = false;  // Runs::heads
   // Whether the kernels prefetch gathered rows: only when the rows they gather at random
   // outgrow the caches. Where they fit, a prefetch per edge is pure instruction cost (a third
   // slower on a 5K-node graph at 16-64 features).

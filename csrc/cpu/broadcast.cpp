@@ -12,6 +12,14 @@ bool steps_within_runs(const int64_t* off, int64_t out_len, int64_t run, int ste
   return true;
 }
 
+// Whether off[j] = off[0] + j / per for every j (a NULL table never is).
+bool advances_every(const int64_t* off, int64_t out_len, int64_t per) {
+  if (!off) return false;
+  for (int64_t j = 0; j < out_len; ++j)
+    if (off[j] != off[0] + j / per) return false;
+  return true;
+}
+
 }  // namespace
 
 Runs plan_runs(const int64_t* a_off, const int64_t* b_off, int64_t out_len) {
@@ -30,6 +38,8 @@ Runs plan_runs(const int64_t* a_off, const int64_t* b_off, int64_t out_len) {
   r.run = run;
   r.a_step = int(da);
   r.b_step = int(db);
+  r.heads = da ? advances_every(a_off, out_len, 1) && advances_every(b_off, out_len, run)
+               : advances_every(b_off, out_len, 1) && advances_every(a_off, out_len, run);
   return r;
 }
 

@@ -18,6 +18,10 @@ namespace cpu {
 struct Runs {
   int64_t run = 1;
   int a_step = 1, b_step = 1;  // 0 or 1; never both 0 when run > 1
+  // GAT's layout: the stepping operand reads its row contiguously (off[j] = off[0] + j) and the
+  // standing one a single element per run, in order (off[j] = off[0] + j / run). Then any
+  // block of whole runs reads both operands at fixed offsets from its first element.
+  bool heads = false;
 };
 
 // a_off/b_off: [out_len] tables; NULL for an operand the edge_op does not read.

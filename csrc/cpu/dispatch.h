@@ -51,6 +51,7 @@ Args<T, I> make_args(const Prepared& q) {
   g.run = q.runs.run;
   g.a_step = q.runs.a_step;
   g.b_step = q.runs.b_step;
+  g.heads = q.runs.heads;
   g.prefetch = gathered_bytes(p) > 4 * l2_cache_bytes();
   return g;
 }
