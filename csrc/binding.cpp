@@ -2,10 +2,12 @@
 // take it. No tensors cross this boundary, only addresses, so no libtorch is linked.
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
 
 #include <cstdint>
 #include <string>
 #include <unordered_map>
+#include <vector>
 
 #include "common/validate.h"
 #include "forest.h"
@@ -116,10 +118,27 @@ PYBIND11_MODULE(_C, m) {
 
   py::class_<UgParams> params(m, "Params");
   params.def(py::init(&make_params));
-  // A copy with some fields changed: a repeat call of one signature changes only its data.
+  // A copy with some fields changed by name: the timing runner's configurations of one call.
   params.def("replace", [](const UgParams& p, const py::kwargs& fields) {
     UgParams q = p;
     assign(q, fields);
+    return q;
+  });
+  // A copy with this call's addresses: a repeat call of one signature (core.ops.Plan) changes
+  // only its data. Positional, as keyword arguments cost a dict and a name lookup per field,
+  // which on a small graph is a sizeable part of the call.
+  params.def("with_data", [](const UgParams& p, uintptr_t a, int64_t a_row_stride, uintptr_t b,
+                             int64_t b_row_stride, uintptr_t c, uintptr_t arg_a, uintptr_t arg_b,
+                             uintptr_t workspace) {
+    UgParams q = p;
+    q.a = reinterpret_cast<const void*>(a);
+    q.a_row_stride = a_row_stride;
+    q.b = reinterpret_cast<const void*>(b);
+    q.b_row_stride = b_row_stride;
+    q.c = reinterpret_cast<void*>(c);
+    q.arg_a = reinterpret_cast<void*>(arg_a);
+    q.arg_b = reinterpret_cast<void*>(arg_b);
+    q.workspace = reinterpret_cast<void*>(workspace);
     return q;
   });
 #define UG_FIELD(name) params.def_readwrite(#name, &UgParams::name)
@@ -186,6 +205,25 @@ PYBIND11_MODULE(_C, m) {
     char why[512] = {0};
     int status = ug_cuda_check(&p, why, sizeof(why));
     return py::make_tuple(status, std::string(why));
+  });
+  // The core's timing loop (ug_cuda_time): configurations of one call as params objects, and the
+  // launches of each. Answers (status, message, failed, ms, starved): each launch's milliseconds,
+  // config-major, where status is UG_OK; otherwise the reason, and in `failed` the position of the
+  // configuration that was refused or failed to queue (-1 when the stream itself failed).
+  m.def("cuda_time", [](const std::vector<UgParams>& ps, const std::vector<int32_t>& runs, uintptr_t stream,
+                        float gate_timeout_ms) {
+    if (ps.size() != runs.size()) throw py::value_error("cuda_time: one run count per params");
+    int64_t total = 0;
+    for (int32_t r : runs) total += r > 0 ? r : 0;
+    std::vector<float> ms(static_cast<size_t>(total));
+    int32_t starved = 0, failed = -1, status;
+    {
+      py::gil_scoped_release nogil;
+      status = ug_cuda_time(ps.data(), runs.data(), static_cast<int32_t>(ps.size()), reinterpret_cast<void*>(stream),
+                            gate_timeout_ms, ms.data(), &starved, &failed);
+    }
+    const std::string why = status == UG_OK ? "" : ug_cuda_last_error();
+    return py::make_tuple(status, why, failed, ms, starved != 0);
   });
 #endif
 

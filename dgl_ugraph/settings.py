@@ -22,17 +22,37 @@ import pathlib
 from typing import Optional
 
 
+_encoded = {}  # os.environ.encodekey of a name, or of each name of a tuple of names
+
+
+def _get(name: str, default: Optional[str] = None) -> Optional[str]:
+    """os.environ.get(name, default), read from os.environ's own dict of encoded names where it
+    is CPython's os._Environ: that dict is what os.environ.get reads, so every change through
+    os.environ (monkeypatch.setenv included) shows at once, at a tenth of a microsecond where
+    os.environ.get takes two for an unset variable (it raises and catches KeyError twice). The
+    repeat-call paths read several settings on every call."""
+    environ = os.environ
+    data = getattr(environ, "_data", None)
+    if data is None or not hasattr(environ, "encodekey"):
+        return environ.get(name, default)
+    key = _encoded.get(name)
+    if key is None:
+        key = _encoded[name] = environ.encodekey(name)
+    value = data.get(key)
+    return default if value is None else environ.decodevalue(value)
+
+
 def _flag(name: str, default: str) -> bool:
-    return os.environ.get(name, default) == "1"
+    return _get(name, default) == "1"
 
 
 def on_import() -> bool:
-    return os.environ.get("DGL_UGRAPH", "1") != "0"
+    return _get("DGL_UGRAPH", "1") != "0"
 
 
 def on_import_text() -> str:
     """DGL_UGRAPH as set, for `python -m dgl_ugraph info`."""
-    return os.environ.get("DGL_UGRAPH", "unset")
+    return _get("DGL_UGRAPH", "unset")
 
 
 def log() -> bool:
@@ -40,7 +60,7 @@ def log() -> bool:
 
 
 def forced_strategy() -> Optional[str]:
-    return os.environ.get("DGL_UGRAPH_STRATEGY") or None
+    return _get("DGL_UGRAPH_STRATEGY") or None
 
 
 def deterministic() -> bool:
@@ -52,25 +72,43 @@ def autotune() -> bool:
 
 
 def autotune_top_k() -> int:
-    return max(1, int(os.environ.get("DGL_UGRAPH_AUTOTUNE_TOPK", "5")))
+    return max(1, int(_get("DGL_UGRAPH_AUTOTUNE_TOPK", "5")))
 
 
 def model_file() -> Optional[str]:
-    return os.environ.get("DGL_UGRAPH_MODEL") or None
+    return _get("DGL_UGRAPH_MODEL") or None
 
 
 def predictor() -> bool:
-    return os.environ.get("DGL_UGRAPH_PREDICTOR", "1") != "0"
+    return _get("DGL_UGRAPH_PREDICTOR", "1") != "0"
 
 
 def debug_poison() -> bool:
     return _flag("DGL_UGRAPH_DEBUG_POISON", "0")
 
 
+_SELECTION = ("DGL_UGRAPH_STRATEGY", "DGL_UGRAPH_DETERMINISTIC", "DGL_UGRAPH_AUTOTUNE", "DGL_UGRAPH_AUTOTUNE_TOPK",
+              "DGL_UGRAPH_MODEL", "DGL_UGRAPH_PREDICTOR")
+
+
+def selection_state() -> tuple:
+    """The variables a CUDA configuration is chosen from (policy.choose: STRATEGY, DETERMINISTIC,
+    AUTOTUNE, AUTOTUNE_TOPK, MODEL, PREDICTOR) as set, undecoded: equal tuples, equal choices.
+    A key that every repeat call builds, so read straight from os.environ's dict (see _get)."""
+    environ = os.environ
+    data = getattr(environ, "_data", None)
+    if data is None or not hasattr(environ, "encodekey"):
+        return tuple(environ.get(name) for name in _SELECTION)
+    k = _encoded.get(_SELECTION)
+    if k is None:
+        k = _encoded[_SELECTION] = tuple(environ.encodekey(name) for name in _SELECTION)
+    return data.get(k[0]), data.get(k[1]), data.get(k[2]), data.get(k[3]), data.get(k[4]), data.get(k[5])
+
+
 def datasets() -> Optional[str]:
-    return os.environ.get("DGL_UGRAPH_DATASETS") or None
+    return _get("DGL_UGRAPH_DATASETS") or None
 
 
 def cache_dir() -> pathlib.Path:
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    base = _get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
     return pathlib.Path(base) / "dgl_ugraph"

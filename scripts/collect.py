@@ -137,8 +137,8 @@ def main(argv=None) -> int:
         "graphs": [dict(name=s.name, family=s.family, split=s.split, num_edges=s.num_edges,
                         variants=["/".join(v) for v in s.variants]) for s in sources],
         "timing": {"cut": args.cut, "audit_every": args.audit_every, "method":
-                   "CUDA events around each run; one screening run per configuration queued without host sync "
-                   "behind a torch.cuda._sleep spacer; configurations within cut x best repeated "
+                   "CUDA events around each run, queued by the core's timing loop (ug_cuda_time) behind a gate "
+                   "that holds the GPU until the batch is queued; one screening run per configuration, those within cut x best repeated "
                    "(about 2 ms of kernel time, 1-10 runs) and their median kept; inputs in [0.5, 1.5)"},
     }
     meta_path.write_text(json.dumps(meta, indent=1, default=str))

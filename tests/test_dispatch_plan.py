@@ -1,9 +1,11 @@
 """ops.Plan, the DGL layer's repeat-call path: checked once, then each call fills only its data.
 A plan must give what a fresh dgl_ugraph.ugrapher call gives, for new operands of the same signature
-with any row stride, and scripts/bench_dispatch.py (bench/dispatch.csv) must run."""
+with any row stride, and scripts/bench_dispatch.py (bench/dispatch.csv) and scripts/bench_host_path.py
+(bench/host_path_cpu.csv) must run."""
 from __future__ import annotations
 
 import csv
+import os
 import subprocess
 import sys
 
@@ -70,6 +72,18 @@ def test_bench_dispatch_runs(tmp_path):
     assert len({r["op"] for r in rows}) == 4 and all(float(r["us_median"]) == float(r["us_median"]) for r in rows)
 
 
+def test_bench_host_path_runs(tmp_path):
+    out = tmp_path / "host_path.csv"
+    res = subprocess.run([sys.executable, str(ROOT + "/scripts/bench_host_path.py"), "--rounds", "2", "--calls", "5",
+                          "--nodes", "20", "--edges", "60", "--width", "4", "--out", str(out)],
+                         capture_output=True, text=True, timeout=300, env=dict(os.environ, PYTHONPATH=ROOT))
+    assert res.returncode == 0, res.stderr[-2000:]
+    rows = list(csv.DictReader(open(out)))
+    assert {r["impl"] for r in rows} == {"empty", "raw", "prepared", "plan", "ugrapher", "dgl_path", "dgl",
+                                         "ugrapher_host", "dispatch"}
+    assert len({r["op"] for r in rows}) == 4 and {r["tree"] for r in rows} == {"this"}
+
+
 def test_ugrapher_repeats_reuse_one_plan_per_signature(monkeypatch):
     from dgl_ugraph.selection import policy
     g = graph(seed=3)
@@ -91,3 +105,67 @@ def test_ugrapher_repeats_reuse_one_plan_per_signature(monkeypatch):
     gid = id(g)
     del g, plans
     assert gid not in policy._plans
+
+
+def test_ugrapher_repeat_calls_follow_dtype_device_and_strides():
+    """A plan is reused only for operands of its shapes, dtype and device: anything else is
+    checked (and planned) afresh, and a repeat call's strides are its own."""
+    g = graph(seed=5)
+    gen = torch.Generator().manual_seed(6)
+    x = torch.randn(g.num_src, 6, generator=gen)
+    want = ops.prepare(g, OpInfo("copy_lhs", "sum", x, "src", None, "null", "dst")).run()[0]
+    assert torch.equal(ugrapher(g, OpInfo("copy_lhs", "sum", x, "src", None, "null", "dst"))[0], want)
+    got = ugrapher(g, OpInfo("copy_lhs", "sum", x.double(), "src", None, "null", "dst"))[0]
+    assert got.dtype == torch.float64 and torch.allclose(got, want.double(), atol=1e-5)
+    wide = torch.randn(g.num_src, 9, generator=gen)
+    wide[:, 2:8] = x
+    assert torch.equal(ugrapher(g, OpInfo("copy_lhs", "sum", wide[:, 2:8], "src", None, "null", "dst"))[0], want)
+    columns = x.t().contiguous().t()  # features not contiguous: copied for the kernel
+    assert torch.equal(ugrapher(g, OpInfo("copy_lhs", "sum", columns, "src", None, "null", "dst"))[0], want)
+    # Same shape and dtype on another device: that device's check, not the CPU plan.
+    with pytest.raises(ValueError, match="A is on meta but the graph is on cpu"):
+        ugrapher(g, OpInfo("copy_lhs", "sum", x.to("meta"), "src", None, "null", "dst"))
+
+
+def test_ugrapher_plan_key_follows_every_setting_the_policy_reads(monkeypatch):
+    """A changed DGL_UGRAPH_* variable that selection reads, or torch's deterministic mode,
+    makes a new key at once (so the call is chosen again); restoring it finds the old plan."""
+    from dgl_ugraph.selection import policy
+    g = graph(seed=7)
+    op = OpInfo("copy_lhs", "sum", torch.randn(g.num_src, 4), "src", None, "null", "dst")
+    for name in ("DGL_UGRAPH_STRATEGY", "DGL_UGRAPH_DETERMINISTIC", "DGL_UGRAPH_AUTOTUNE", "DGL_UGRAPH_AUTOTUNE_TOPK",
+                 "DGL_UGRAPH_MODEL", "DGL_UGRAPH_PREDICTOR"):
+        monkeypatch.delenv(name, raising=False)
+    base = policy._plan_key(op, None)
+    for name, value in (("DGL_UGRAPH_STRATEGY", "warp_edge:16:1"), ("DGL_UGRAPH_DETERMINISTIC", "1"),
+                        ("DGL_UGRAPH_AUTOTUNE", "1"), ("DGL_UGRAPH_AUTOTUNE_TOPK", "3"),
+                        ("DGL_UGRAPH_MODEL", "/no/such/model.json"), ("DGL_UGRAPH_PREDICTOR", "0")):
+        monkeypatch.setenv(name, value)
+        assert policy._plan_key(op, None) != base, name
+        monkeypatch.delenv(name)
+        assert policy._plan_key(op, None) == base, name
+    was = torch.are_deterministic_algorithms_enabled()
+    try:
+        torch.use_deterministic_algorithms(True)
+        assert policy._plan_key(op, None) != base
+    finally:
+        torch.use_deterministic_algorithms(was)
+    assert policy._plan_key(op, None) == base
+
+
+def test_ugrapher_a_new_graph_at_a_dead_graphs_address_gets_its_own_plan():
+    """Plans are per graph object: a graph created where a dead one lived (CPython reuses the
+    address, hence the id) never runs the dead graph's plan."""
+    from dgl_ugraph.selection import policy
+    x = torch.randn(40, 4)
+    g = graph(seed=8)
+    ugrapher(g, OpInfo("copy_lhs", "sum", x, "src", None, "null", "dst"))
+    gid = id(g)
+    del g
+    assert gid not in policy._plans
+    for seed in range(9, 200):  # until one lands at the old address (most often the first)
+        g = graph(seed=seed, e=120)
+        if id(g) == gid:
+            break
+    got = ugrapher(g, OpInfo("copy_lhs", "sum", x, "src", None, "null", "dst"))[0]
+    assert torch.equal(got, ops.prepare(g, OpInfo("copy_lhs", "sum", x, "src", None, "null", "dst")).run()[0])

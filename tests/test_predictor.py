@@ -349,41 +349,29 @@ class FakeRunner:
     def __init__(self, world, graph, op, key):
         self.world, self.graph, self.key = world, graph, key
         self.sig = signature(graph, op)[0]
-        self.config = None
         self.starved_batches = 0
-
-    def begin(self):
-        pass
 
     def set(self, c):
         if str(c) in self.world.refuse:
             raise timing.Refused("not for this case")
         if str(c) in self.world.error:
             raise RuntimeError("launch failed")
-        self.config = c
+        return c
 
-    def record(self, n):
+    def time(self, batch):
         w = self.world
-        if w.lose and w.lose_times > 0 and w.lose[0] in self.key and str(self.config) == w.lose[1]:
-            w.lose_times -= 1
-            w.dead = True
-        out = [w.cost_ms(self.graph, self.sig, self.config) for _ in range(n)]
-        w.now += sum(out) / 1e3 + 1e-4 * n
-        w.launches += n
-        return out
-
-    def elapsed(self, handle):
-        return handle
-
-    def sync(self):
-        if self.world.dead:
+        out = []
+        for c, n in batch:
+            if w.lose and w.lose_times > 0 and w.lose[0] in self.key and str(c) == w.lose[1]:
+                w.lose_times -= 1
+                w.dead = True
+            samples = [w.cost_ms(self.graph, self.sig, c) for _ in range(n)]
+            w.now += sum(samples) / 1e3 + 1e-4 * n
+            w.launches += n
+            out.append(samples)
+        if w.dead:
             raise timing.DeviceLost("an illegal memory access was encountered")
-
-    def pad(self, launches):
-        return None
-
-    def starved(self, marker):
-        return False
+        return out, False
 
 
 class FakeBackend:
@@ -768,30 +756,16 @@ def test_collect_train_export_evaluate(tmp_path):
 
 @pytest.mark.skipif(_ext._C is None, reason="needs the compiled core (its Params)")
 def test_cuda_runner_glue_on_a_mock_device(monkeypatch):
-    """CudaRunner and measure_on_gpu against a stand-in for the CUDA side (events on a fake
-    clock, a core whose runs cost a known time): the Python glue the GPU run depends on."""
-    import contextlib
+    """CudaRunner and measure_on_gpu against a stand-in for the core's CUDA entry points (a timing
+    loop whose runs cost a known time): the Python glue the GPU run depends on, including a batch
+    that starves, one whose configuration fails to queue, and a lost context."""
     import types
-    clock = [0.0]
-
-    class Event:
-        def __init__(self, enable_timing=False):
-            self.t = None
-
-        def record(self, stream=None):
-            self.t = clock[0]
-
-        def elapsed_time(self, other):
-            return other.t - self.t
-
-        def query(self):
-            return False
-
-        def synchronize(self):
-            pass
-
     real = _ext.core()
-    launched = []
+    batches = []
+    behaviour = {"starve_once": True, "fail_strategy": None, "lose": False}
+
+    def cost(p):
+        return 0.01 * (1 + p.strategy) * (1 + p.grouping / 64) / p.tiling ** 0.5
 
     class Core:
         Params = real.Params
@@ -805,37 +779,50 @@ def test_cuda_runner_glue_on_a_mock_device(monkeypatch):
             return 256 if p.strategy in (1, 3) else 0
 
         @staticmethod
-        def run_cuda(p, stream):
-            assert p.strategy not in (1, 3) or p.workspace_bytes >= 256
-            launched.append((p.strategy, p.grouping, p.tiling))
-            clock[0] += 0.01 * (1 + p.strategy) * (1 + p.grouping / 64) / p.tiling ** 0.5
+        def cuda_time(ps, runs, stream, gate_timeout_ms):
+            assert len(ps) == len(runs) and gate_timeout_ms > 0
+            if behaviour["lose"]:
+                return 4, "an illegal memory access was encountered", -1, [], False
+            for i, p in enumerate(ps):
+                assert p.strategy not in (1, 3) or (p.workspace != 0 and p.workspace_bytes >= 256)
+                if p.strategy == behaviour["fail_strategy"]:
+                    return 4, "too many resources requested for launch", i, [], False
+            batches.append(sum(runs))
+            starved = behaviour["starve_once"] and sum(runs) > 1
+            behaviour["starve_once"] = behaviour["starve_once"] and not starved
+            return 0, "", -1, [cost(p) for p, n in zip(ps, runs) for _ in range(n)], starved
 
     monkeypatch.setattr(_ext, "core", lambda: Core)
-    monkeypatch.setattr(torch.cuda, "Event", Event)
     monkeypatch.setattr(torch.cuda, "current_stream", lambda device=None: types.SimpleNamespace(cuda_stream=0))
-    monkeypatch.setattr(torch.cuda, "synchronize", lambda device=None: None)
-    monkeypatch.setattr(torch.cuda, "_sleep", lambda cycles: None)
-    monkeypatch.setattr(torch.cuda, "current_device", lambda: 0)
-    monkeypatch.setattr(torch.cuda, "device", lambda index: contextlib.nullcontext())
-    monkeypatch.setattr(timing, "_sleep_cycles_per_ms", {})
-    monkeypatch.setattr(timing, "_event_pools", {})
     s, d, n = calls.load_source(small_sources()[0])
     g = FakeBackend(World()).graph(s, d, n)
     op = calls.make_op(type("B", (), {"operand": staticmethod(lambda graph, rows, shape, dtype: torch.rand((rows,) + shape))})(),
                       g, calls.CALLS["copy_u_sum"], 16, 1, "float32")
     configs = predictor.config_space(signature(g, op)[0], list(STRATEGIES))
     runner = timing.CudaRunner(g, op, configs[0])
-    timings = timing.time_configs(runner, configs, timing.TimingPolicy(cut=2.0, target_ms=0.05))
+    policy = timing.TimingPolicy(cut=2.0, target_ms=0.05, batch_launches=16)
+    timings = timing.time_configs(runner, configs, policy)
     by = {t.config: t for t in timings}
     assert by[ParallelInfo("thread_vertex", 64, 1)].status == "refused"
     for c, t in by.items():
         if t.status in ("ok", "cut"):
             want = 0.01 * (1 + STRATEGIES.index(c.strategy)) * (1 + c.grouping / 64) / c.tiling ** 0.5
             assert t.ms == pytest.approx(want) and t.first_ms == pytest.approx(want)
+    # Batches respect the launch limit, and the one that starved was timed again in halves.
+    assert max(batches) <= 16 and runner.starved_batches == 1
     assert runner.workspace is not None and runner.capacity == 256
     best = min((t for t in timings if t.status == "ok"), key=lambda t: t.ms)
     times = timing.measure_on_gpu(g, op, [best.config, ParallelInfo("warp_edge", 1, 1)])
     assert min(times, key=times.get) == best.config
+
+    # A configuration that fails to queue is recorded; the rest of its batch is still timed.
+    behaviour["fail_strategy"] = STRATEGIES.index("warp_edge")
+    timings = timing.time_configs(timing.CudaRunner(g, op, configs[0]), configs, policy)
+    statuses = {t.config.strategy: t.status for t in timings if t.status != "refused"}
+    assert statuses["warp_edge"] == "error" and statuses["warp_vertex"] in ("ok", "cut")
+    behaviour["lose"] = True
+    with pytest.raises(timing.DeviceLost):
+        timing.time_configs(timing.CudaRunner(g, op, configs[0]), configs, policy)
 
 
 def test_supervisor_restarts_a_worker_that_lost_the_gpu(tmp_path):

@@ -180,10 +180,11 @@ def test_kernel_is_bitwise_repeatable_on_a_hub_row(monkeypatch):
         assert torch.equal(ugrapher(graph, op)[0], first)
 
 
-def test_a_cuda_decision_is_remade_when_the_mode_changes(monkeypatch):
+def test_a_cuda_decision_is_remade_when_the_mode_or_a_setting_changes(monkeypatch):
     """A CUDA configuration chosen before deterministic mode was switched on (say, an atomic
     sum) is not kept: the next call decides again. CPU decisions carry no configuration and are
-    kept. (The device half, through DGL, is tests/gpu/test_reliability_gpu.py.)"""
+    kept. Any other setting the policy reads likewise. (The device half, through DGL, is
+    tests/gpu/test_reliability_gpu.py.)"""
     from dgl_ugraph.dgl import recognition
 
     class Entry:
@@ -194,7 +195,7 @@ def test_a_cuda_decision_is_remade_when_the_mode_changes(monkeypatch):
 
     def fake_decide(entry_, key, op, lhs, rhs):
         strategy = "thread_vertex" if deterministic() else "thread_edge"
-        d = recognition.Decision(None, pattern=object(), choice=policy.Choice(ParallelInfo(strategy, 4, 2), deterministic()))
+        d = recognition.Decision(None, pattern=object(), choice=policy.Choice(ParallelInfo(strategy, 4, 2), policy.selection_state()))
         made.append(d)
         return d
 
@@ -213,3 +214,9 @@ def test_a_cuda_decision_is_remade_when_the_mode_changes(monkeypatch):
     monkeypatch.delenv("DGL_UGRAPH_DETERMINISTIC")
     assert recognition.decision_for(object(), key, "copy_lhs", None, None)[1] is cpu
     assert len(made) == 2
+    # Any other setting the policy reads, too: a forced strategy set since is honoured.
+    first = recognition.decision_for(object(), ("gspmm", "copy_lhs", "max", None, None, None), "copy_lhs", None, None)[1]
+    monkeypatch.setenv("DGL_UGRAPH_STRATEGY", "warp_vertex:2:2")
+    assert recognition.decision_for(object(), ("gspmm", "copy_lhs", "max", None, None, None), "copy_lhs", None,
+                                    None)[1] is not first
+    assert len(made) == 4

@@ -2,6 +2,7 @@
 package does, and each setting follows a change of its variable at once."""
 from __future__ import annotations
 
+import os
 import pathlib
 import re
 
@@ -30,3 +31,33 @@ def test_settings_follow_the_environment(monkeypatch, tmp_path):
     monkeypatch.delenv("DGL_UGRAPH_STRATEGY")
     monkeypatch.setenv("DGL_UGRAPH_DETERMINISTIC", "0")
     assert settings.forced_strategy() is None and not settings.deterministic()
+
+
+def test_the_fast_reader_equals_os_environ_get(monkeypatch):
+    """settings reads os.environ's own dict (the repeat-call paths read settings on every call):
+    it must give os.environ.get's answer after every kind of change."""
+    name = "DGL_UGRAPH_TEST_SETTING"
+    monkeypatch.delenv(name, raising=False)
+    assert settings._get(name) is None and settings._get(name, "d") == "d"
+    for value in ("1", "", "warp_edge:8:2", "caf\u00e9"):
+        monkeypatch.setenv(name, value)
+        assert settings._get(name) == os.environ.get(name) == value
+    os.environ[name] = "direct"
+    assert settings._get(name) == "direct"
+    del os.environ[name]
+    assert settings._get(name, "gone") == "gone"
+    monkeypatch.setattr(os, "environ", {name: "a plain dict"})  # not CPython's os._Environ
+    assert settings._get(name) == "a plain dict"
+
+
+def test_selection_state_follows_each_variable_the_policy_reads(monkeypatch):
+    names = ("DGL_UGRAPH_STRATEGY", "DGL_UGRAPH_DETERMINISTIC", "DGL_UGRAPH_AUTOTUNE", "DGL_UGRAPH_AUTOTUNE_TOPK",
+             "DGL_UGRAPH_MODEL", "DGL_UGRAPH_PREDICTOR")
+    for name in names:
+        monkeypatch.delenv(name, raising=False)
+    base = settings.selection_state()
+    for name in names:
+        monkeypatch.setenv(name, "7")
+        assert settings.selection_state() != base, name
+        monkeypatch.delenv(name)
+    assert settings.selection_state() == base

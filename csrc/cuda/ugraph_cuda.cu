@@ -7,6 +7,7 @@
 #include <string>
 
 #include "common/validate.h"
+#include "entry.h"
 #include "launch.h"
 #include "static_switch.h"
 #include "ugraph/api.h"
@@ -56,38 +57,63 @@ cudaError_t dispatch(const UgParams& p, cudaStream_t stream) {
   return cudaErrorNotSupported;  // unreachable: ug_cuda_check refused the key
 }
 
-struct Verdict {
-  int status;
-  std::string why;
-};
-
-// params.h's contract (common/validate.cpp, as on the CPU), then what this build and the chosen
-// strategy can run (ugraph/capability.h).
-Verdict check(const UgParams* p) {
-  if (p == nullptr) return {UG_ERR_INVALID, "params is NULL"};
-  Verdict v{UG_OK, ""};
-  v.status = ugraph::validate(*p, Backend::kCuda, &v.why);
-  if (v.status != UG_OK) return v;
-  const std::string name = std::string(kStrategyNames[p->strategy]) + "/" + kDTypeNames[p->dtype];
-  if (!compiled(p->strategy, p->dtype)) {
-    return {UG_ERR_UNSUPPORTED, name + ": strategy/dtype not compiled into this build"};
-  }
-  if (const UgRule* rule = ugraph::refusing_rule(*p)) {
-    return {UG_ERR_UNSUPPORTED, std::string(kStrategyNames[p->strategy]) + " " + rule->why};
-  }
-  return v;
-}
-
 void copy_why(const std::string& why, char* out, int out_len) {
   if (out != nullptr && out_len > 0) std::snprintf(out, static_cast<size_t>(out_len), "%s", why.c_str());
 }
 
 }  // namespace
 
+namespace ugraph {
+
+// params.h's contract (common/validate.cpp, as on the CPU), then what this build and the chosen
+// strategy can run (ugraph/capability.h).
+Verdict check_call(const UgParams* p) {
+  if (p == nullptr) return {UG_ERR_INVALID, "params is NULL"};
+  Verdict v{UG_OK, ""};
+  v.status = validate(*p, Backend::kCuda, &v.why);
+  if (v.status != UG_OK) return v;
+  const std::string name = std::string(kStrategyNames[p->strategy]) + "/" + kDTypeNames[p->dtype];
+  if (!compiled(p->strategy, p->dtype)) {
+    return {UG_ERR_UNSUPPORTED, name + ": strategy/dtype not compiled into this build"};
+  }
+  if (const UgRule* rule = refusing_rule(*p)) {
+    return {UG_ERR_UNSUPPORTED, std::string(kStrategyNames[p->strategy]) + " " + rule->why};
+  }
+  return v;
+}
+
+Verdict enqueue(const UgParams& p, cudaStream_t stream) {
+  const int64_t need = ug_cuda_workspace_bytes(&p);
+  if (need > 0) {
+    if (p.workspace == nullptr || p.workspace_bytes < need) {
+      return {UG_ERR_WORKSPACE, "the workspace has " + std::to_string(p.workspace == nullptr ? 0 : p.workspace_bytes) +
+                                    " bytes; this call needs " + std::to_string(need)};
+    }
+    if (reinterpret_cast<uintptr_t>(p.workspace) % alignof(unsigned long long) != 0) {
+      return {UG_ERR_INVALID, "the workspace must be 8-byte aligned"};
+    }
+  }
+  // Nothing to write (no output rows, or rows of zero elements): nothing to launch.
+  const int64_t out_rows = p.gather_op == UG_GATHER_NONE ? p.num_edges : p.num_dst;
+  if (out_rows * p.out_len == 0) return {UG_OK, ""};
+  const cudaError_t err = UG_DTYPE_SWITCH(p.dtype, DType, [&] {
+    return UG_INDEX_SWITCH(p.index_bits, IdType, [&] { return dispatch<DType, IdType>(p, stream); });
+  });
+  if (err != cudaSuccess) {
+    return {UG_ERR_CUDA, std::string("CUDA error in ") + kStrategyNames[p.strategy] + "/" + kDTypeNames[p.dtype] +
+                             ": " + cudaGetErrorName(err) + ": " + cudaGetErrorString(err)};
+  }
+  return {UG_OK, ""};
+}
+
+void set_last_error(const std::string& why) { g_last_error = why; }
+
+}  // namespace ugraph
+
 extern "C" {
 
 int ug_cuda_check(const UgParams* p, char* why, int why_len) {
-  const Verdict v = check(p);
+  const ugraph::Verdict v = ugraph::check_call(p);
   copy_why(v.why, why, why_len);
   return v.status;
 }
@@ -103,36 +129,10 @@ int64_t ug_cuda_workspace_bytes(const UgParams* p) {
 }
 
 int ug_cuda_run(const UgParams* p, void* stream) {
-  const Verdict v = check(p);
-  if (v.status != UG_OK) {
-    g_last_error = v.why;
-    return v.status;
-  }
-  const int64_t need = ug_cuda_workspace_bytes(p);
-  if (need > 0) {
-    if (p->workspace == nullptr || p->workspace_bytes < need) {
-      g_last_error = "the workspace has " + std::to_string(p->workspace == nullptr ? 0 : p->workspace_bytes) +
-                     " bytes; this call needs " + std::to_string(need);
-      return UG_ERR_WORKSPACE;
-    }
-    if (reinterpret_cast<uintptr_t>(p->workspace) % alignof(unsigned long long) != 0) {
-      g_last_error = "the workspace must be 8-byte aligned";
-      return UG_ERR_INVALID;
-    }
-  }
-  // Nothing to write (no output rows, or rows of zero elements): nothing to launch.
-  const int64_t out_rows = p->gather_op == UG_GATHER_NONE ? p->num_edges : p->num_dst;
-  if (out_rows * p->out_len == 0) return UG_OK;
-  const cudaStream_t s = static_cast<cudaStream_t>(stream);
-  const cudaError_t err = UG_DTYPE_SWITCH(p->dtype, DType, [&] {
-    return UG_INDEX_SWITCH(p->index_bits, IdType, [&] { return dispatch<DType, IdType>(*p, s); });
-  });
-  if (err != cudaSuccess) {
-    g_last_error = std::string("CUDA error in ") + kStrategyNames[p->strategy] + "/" + kDTypeNames[p->dtype] + ": " +
-                   cudaGetErrorName(err) + ": " + cudaGetErrorString(err);
-    return UG_ERR_CUDA;
-  }
-  return UG_OK;
+  ugraph::Verdict v = ugraph::check_call(p);
+  if (v.status == UG_OK) v = ugraph::enqueue(*p, static_cast<cudaStream_t>(stream));
+  if (v.status != UG_OK) g_last_error = v.why;
+  return v.status;
 }
 
 const char* ug_cuda_source_hash(void) { return UGRAPH_SOURCE_HASH; }

@@ -7,6 +7,7 @@ repeat-call path over the same packing.
 """
 from __future__ import annotations
 
+import math
 from functools import lru_cache
 from typing import Optional, Tuple
 
@@ -93,29 +94,38 @@ class Prepared:
         if self.pending:
             raise ValueError("a CUDA call runs with a chosen ParallelInfo: pass one, or call dgl_ugraph.ugrapher, "
                              "which chooses it")
-        _launch(self._core, self.params, self.outputs, self._device)
+        _launch(self._core, self.params, self.outputs, _cuda_index(self._device))
         return self.outputs
 
 
-def _launch(core, params, outputs, device: torch.device) -> None:
-    """Runs packed params on the current stream of `device` (which CUDA graph capture sees)."""
+def _cuda_index(device: torch.device) -> Optional[int]:
+    """The CUDA device index that `_launch` takes: None on CPU."""
+    if device.type != "cuda":
+        return None
+    return device.index if device.index is not None else torch.cuda.current_device()
+
+
+def _launch(core, params, outputs, cuda_index: Optional[int]) -> None:
+    """Runs packed params on the CPU (cuda_index None), or on the current stream of CUDA device
+    `cuda_index` (which CUDA graph capture sees)."""
     if POISON_OUTPUTS:
         outputs[0].fill_(float("nan"))
         for t in outputs[1:]:
             if t is not None:
                 t.fill_(-7)
-    if device.type == "cpu":
+    if cuda_index is None:
         core.run_cpu(params)
         return
     # The raw stream handle, without building a torch.cuda.Stream per call; the device guard
-    # only where the call's device is not the current one. Each costs a few microseconds, which
-    # on a small graph is as much as the kernel.
-    index = device.index if device.index is not None else torch.cuda.current_device()
-    if torch.cuda.current_device() == index:
-        core.run_cuda(params, torch._C._cuda_getCurrentRawStream(index))
+    # only where the call's device is not the current one; the current device from torch._C,
+    # as the caller's outputs on that device initialized CUDA already (torch.cuda.current_device
+    # re-checks that in Python). Each costs microseconds, which on a small graph is as much as
+    # the kernel.
+    if torch._C._cuda_getDevice() == cuda_index:
+        core.run_cuda(params, torch._C._cuda_getCurrentRawStream(cuda_index))
     else:
-        with torch.cuda.device(index):
-            core.run_cuda(params, torch._C._cuda_getCurrentRawStream(index))
+        with torch.cuda.device(cuda_index):
+            core.run_cuda(params, torch._C._cuda_getCurrentRawStream(cuda_index))
 
 
 def prepare(graph: UGraph, op_info: OpInfo, parallel_info: Optional[ParallelInfo] = None) -> Prepared:
@@ -181,11 +191,11 @@ _SHARED = 6  # prepare's keep: the graph's index tensors and the offsets
 class Plan:
     """One operator signature on one graph, checked once by `prepare` (every check, the
     broadcast, the parallel info, the packed params); each call with operands of the same
-    shapes, dtype and device then allocates its outputs, copies the packed params with its own
-    data pointers and runs, with no other Python work."""
+    shapes, dtype and device (any row stride) then allocates its outputs, copies the packed
+    params with its own data pointers and runs, with no other Python work."""
 
-    __slots__ = ("_template", "_keep", "_c_shape", "_idtype", "_arg_a", "_arg_b", "_lhs", "_rhs", "_workspace",
-                 "_core")
+    __slots__ = ("_template", "_keep", "_c_shape", "_c_like", "_arg_like", "_arg_a", "_arg_b", "_lhs", "_rhs",
+                 "_a_row", "_b_row", "_workspace", "_workspace_like", "_cuda_index", "_core")
 
     def __init__(self, graph: UGraph, op_info: OpInfo, parallel_info: Optional[ParallelInfo] = None,
                  first: Optional[Prepared] = None):
@@ -196,35 +206,55 @@ class Plan:
             raise ValueError("a CUDA plan needs the ParallelInfo that selection chose")
         c, arg_a, arg_b = first.outputs
         self._template, self._keep = first.params, first._keep[:_SHARED]
-        self._c_shape, self._idtype = (c.shape, c.dtype, c.device), graph.idtype
+        # Outputs (and the workspace) come from empty tensors of their dtype and device through
+        # new_empty, which parses no dtype or device: a microsecond less each than torch.empty.
+        self._c_shape = c.shape
+        self._c_like = c.new_empty(0)
+        self._arg_like = torch.empty(0, dtype=graph.idtype, device=c.device)
         self._arg_a, self._arg_b = arg_a is not None, arg_b is not None
         self._lhs = op_info.A is not None and uses_lhs(op_info.edge_op)
         self._rhs = op_info.B is not None and uses_rhs(op_info.edge_op)
+        # A contiguous operand's row stride: its row's size (1 for a 1-D operand).
+        self._a_row = math.prod(op_info.A.shape[1:]) if self._lhs else 0
+        self._b_row = math.prod(op_info.B.shape[1:]) if self._rhs else 0
         self._workspace = first.params.workspace_bytes if first.params is not None else 0
+        self._workspace_like = torch.empty(0, dtype=torch.uint8, device=c.device) if self._workspace else None
+        self._cuda_index = _cuda_index(c.device)
         self._core = _ext.core()
 
     def run(self, a: Optional[torch.Tensor], b: Optional[torch.Tensor]):
         """(C, argA, argB) for operands of the planned shapes, dtype and device."""
-        shape, dtype, device = self._c_shape
-        c = torch.empty(shape, dtype=dtype, device=device)
-        arg_a = torch.empty(shape, dtype=self._idtype, device=device) if self._arg_a else None
-        arg_b = torch.empty(shape, dtype=self._idtype, device=device) if self._arg_b else None
+        shape = self._c_shape
+        c = self._c_like.new_empty(shape)
+        arg_a = self._arg_like.new_empty(shape) if self._arg_a else None
+        arg_b = self._arg_like.new_empty(shape) if self._arg_b else None
+        outputs = (c, arg_a, arg_b)
         if self._template is None:  # an empty output: nothing to compute
-            return c, arg_a, arg_b
-        fields = dict(c=c.data_ptr(), arg_a=arg_a.data_ptr() if arg_a is not None else 0,
-                      arg_b=arg_b.data_ptr() if arg_b is not None else 0)
+            return outputs
+        a_ptr = a_stride = b_ptr = b_stride = workspace_ptr = 0
+        # A contiguous operand (the common case) needs no row view: its rows are its row size
+        # apart. Any other keeps its row stride, or is copied where a row's features are not
+        # contiguous (held by this frame until the launch returns).
         if self._lhs:
-            a = _features_contiguous(a)
-            fields.update(a=a.data_ptr(), a_row_stride=a.stride(0))
+            if a.is_contiguous():
+                a_ptr, a_stride = a.data_ptr(), self._a_row
+            else:
+                a = _features_contiguous(a)
+                a_ptr, a_stride = a.data_ptr(), a.stride(0)
         if self._rhs:
-            b = _features_contiguous(b)
-            fields.update(b=b.data_ptr(), b_row_stride=b.stride(0))
+            if b.is_contiguous():
+                b_ptr, b_stride = b.data_ptr(), self._b_row
+            else:
+                b = _features_contiguous(b)
+                b_ptr, b_stride = b.data_ptr(), b.stride(0)
         if self._workspace:
             # Held by this frame until the launch returns; the stream orders its later reuse.
-            workspace = torch.empty(self._workspace, dtype=torch.uint8, device=device)
-            fields["workspace"] = workspace.data_ptr()
-        outputs = (c, arg_a, arg_b)
-        _launch(self._core, self._template.replace(**fields), outputs, device)
+            workspace = self._workspace_like.new_empty(self._workspace)
+            workspace_ptr = workspace.data_ptr()
+        params = self._template.with_data(a_ptr, a_stride, b_ptr, b_stride, c.data_ptr(),
+                                          arg_a.data_ptr() if arg_a is not None else 0,
+                                          arg_b.data_ptr() if arg_b is not None else 0, workspace_ptr)
+        _launch(self._core, params, outputs, self._cuda_index)
         return outputs
 
 

@@ -4,17 +4,17 @@ online autotuning (selection.autotune, which gets `measure_on_gpu` injected by i
 `time_configs` times a list of configurations of one operator call: one screening run of each,
 queued back to back with no host synchronization in between, then repeated runs of those within
 `cut` x the best screening time (a configuration much slower than the best cannot win, so one
-run of it is enough). The GPU is kept ahead of the host by a spin kernel queued first (the
-"spacer"), so CUDA events measure kernel time, not launch gaps; a batch whose spacer ran out
-before the host finished queueing is timed again with a longer one.
+run of it is enough). A batch runs in the compiled core's own loop (ug_cuda_time), queued behind
+a gate that holds the GPU until the whole batch is queued, so the events measure kernel time and
+never the host's launch gaps; a batch that outgrew the GPU's launch queue (the gate timed out) is
+timed again in halves.
 """
 from __future__ import annotations
 
 import math
 import statistics
-import time
 from dataclasses import dataclass
-from typing import Callable, Dict, List, Optional, Sequence
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 import torch
 
@@ -52,7 +52,8 @@ class TimingPolicy:
     target_ms: float = 2.0
     min_reps: int = 1
     max_reps: int = 10
-    batch_retries: int = 2  # re-timings of a batch whose spacer ran out
+    batch_launches: int = 192  # per batch: launches and events must fit the GPU's queue (gate)
+    batch_retries: int = 2  # re-timings, in halves, of a batch that starved
 
     def reps_for(self, best_ms: float) -> int:
         return max(self.min_reps, min(self.max_reps, math.ceil(self.target_ms / max(best_ms, 1e-4))))
@@ -67,7 +68,6 @@ def time_configs(runner, configs: Sequence[ParallelInfo], policy: TimingPolicy =
     propagates with that configuration the last one tried."""
     timings = {c: Timing(c) for c in list(configs) + [c for c in extra if c not in configs]}
     extra = [c for c in extra if c not in configs]
-    runner.begin()
     screened = _run_batch(runner, [(c, 1) for c in timings], timings, policy, isolate, on_try)
     for c, samples in screened.items():
         timings[c].first_ms = samples[0]
@@ -87,161 +87,130 @@ def time_configs(runner, configs: Sequence[ParallelInfo], policy: TimingPolicy =
     return list(timings.values())
 
 
-def _enqueue(runner, config: ParallelInfo, n: int, timings: Dict[ParallelInfo, Timing]):
+class LaunchFailed(Exception):
+    """A configuration of a batch failed to queue; `index` is its position in the batch."""
+
+    def __init__(self, index: int, message: str):
+        super().__init__(message)
+        self.index = index
+
+
+def _handle(runner, config: ParallelInfo, timings: Dict[ParallelInfo, Timing]):
+    """The runner's handle of `config`, or None once its failure is recorded."""
     try:
-        runner.set(config)
+        return runner.set(config)
     except Refused as exc:
         timings[config].status, timings[config].message = "refused", str(exc)
-        return None
     except Exception as exc:  # noqa: BLE001 - a failed configuration is recorded, never fatal
         timings[config].status, timings[config].message = "error", f"{type(exc).__name__}: {exc}"
-        return None
-    try:
-        return runner.record(n)
-    except Exception as exc:  # noqa: BLE001
-        timings[config].status, timings[config].message = "error", f"{type(exc).__name__}: {exc}"
-        return None
+    return None
+
+
+def _chunks(items, limit: int):
+    """Consecutive groups of at most `limit` launches (an item bigger than that goes alone)."""
+    group, size = [], 0
+    for item in items:
+        if group and size + item[2] > limit:
+            yield group
+            group, size = [], 0
+        group.append(item)
+        size += item[2]
+    if group:
+        yield group
+
+
+def _time(runner, items, timings, policy: TimingPolicy) -> Dict[ParallelInfo, List[float]]:
+    """Times (config, handle, runs) items in batches of at most `policy.batch_launches` launches;
+    a starved batch is timed again in halves, a configuration that fails to queue is recorded and
+    the rest of its batch timed again."""
+    out: Dict[ParallelInfo, List[float]] = {}
+    pending = [(list(chunk), policy.batch_launches, policy.batch_retries)
+               for chunk in _chunks(items, policy.batch_launches)]
+    while pending:
+        batch, limit, retries = pending.pop(0)
+        try:
+            samples, starved = runner.time([(h, n) for _, h, n in batch])
+        except LaunchFailed as exc:
+            c = batch[exc.index][0]
+            timings[c].status, timings[c].message = "error", str(exc)
+            rest = batch[:exc.index] + batch[exc.index + 1:]
+            if rest:
+                pending.append((rest, limit, retries))
+            continue
+        if starved:
+            runner.starved_batches += 1
+            if retries > 0 and (len(batch) > 1 or batch[0][2] > 1):
+                half = max(1, limit // 2)
+                pending.extend((list(chunk), half, retries - 1) for chunk in _chunks(batch, half))
+                continue
+        out.update({c: s for (c, _, _), s in zip(batch, samples)})
+    return out
 
 
 def _run_batch(runner, items, timings, policy: TimingPolicy, isolate, on_try) -> Dict[ParallelInfo, List[float]]:
-    if not items:
-        return {}
-    if isolate:
-        out = {}
-        for c, n in items:
-            if on_try is not None:
-                on_try(c)
-            handle = _enqueue(runner, c, n, timings)
-            runner.sync()
-            if handle is not None:
-                out[c] = runner.elapsed(handle)
-        return out
-    for attempt in range(policy.batch_retries + 1):
-        marker = runner.pad(sum(n for _, n in items))
-        handles = [(c, _enqueue(runner, c, n, timings)) for c, n in items]
-        starved = runner.starved(marker)
-        runner.sync()
-        if not starved:
-            break
-        runner.starved_batches += 1
-    return {c: runner.elapsed(h) for c, h in handles if h is not None}
+    handles = [(c, h, n) for c, n in items for h in [_handle(runner, c, timings)] if h is not None]
+    if not isolate:
+        return _time(runner, handles, timings, policy)
+    out = {}
+    for item in handles:
+        if on_try is not None:
+            on_try(item[0])
+        out.update(_time(runner, [item], timings, policy))
+    return out
 
 
 # ---- the CUDA runner -------------------------------------------------------------------------------
 
-_sleep_cycles_per_ms: Dict[int, float] = {}
-_event_pools: Dict[int, List[torch.cuda.Event]] = {}  # reused by every runner: creating events costs
-_launch_ms: Dict[int, float] = {}  # host time per queued run, learned from each batch
-
-
-def _cycles_per_ms(device: torch.device) -> float:
-    """How many torch.cuda._sleep cycles make a millisecond on this GPU (0: no spacer)."""
-    index = device.index if device.index is not None else torch.cuda.current_device()
-    if index not in _sleep_cycles_per_ms:
-        sleep = getattr(torch.cuda, "_sleep", None)
-        rate = 0.0
-        if sleep is not None:
-            with torch.cuda.device(index):
-                start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-                sleep(1000)
-                start.record()
-                sleep(2_000_000)
-                end.record()
-                end.synchronize()
-                rate = 2_000_000 / max(start.elapsed_time(end), 1e-3)
-        _sleep_cycles_per_ms[index] = rate
-    return _sleep_cycles_per_ms[index]
+_UG_ERR_CUDA = 4  # params.h: a CUDA call failed
 
 
 class CudaRunner:
-    """One operator call prepared once; configurations are switched by rewriting its params, so
-    a configuration costs three field writes, a check and a launch, and every configuration writes
-    the same output buffers."""
+    """One operator call prepared once; each configuration is a copy of its params with the
+    strategy, grouping and tiling rewritten, so that every configuration writes the same output
+    buffers. A batch is timed by the core's own loop (ug_cuda_time): no Python between launches."""
 
-    def __init__(self, graph, op: OpInfo, first: ParallelInfo):
+    def __init__(self, graph, op: OpInfo, first: ParallelInfo, gate_timeout_ms: float = 2000.0):
         self.core = _ext.core()
         self.prep = ops.prepare(graph, op, first)
         if self.prep.params is None:
             raise Refused("the call has an empty output")
         self.params = self.prep.params
         self.device = graph.device
-        self.stream = torch.cuda.current_stream(self.device)
-        self.handle = self.stream.cuda_stream
-        index = self.device.index if self.device.index is not None else torch.cuda.current_device()
-        self.index = index
-        self.pool = _event_pools.setdefault(index, [])
-        self.used = 0
+        self.handle = torch.cuda.current_stream(self.device).cuda_stream
+        self.gate_timeout_ms = gate_timeout_ms
         self.workspace = None
         self._retired: list = []
         self.capacity = int(self.params.workspace_bytes)
         self.starved_batches = 0
-        self._clock = 0.0
-        self._launches = 0
-        self._cycles = _cycles_per_ms(self.device)
 
-    def begin(self) -> None:
-        self.used = 0  # every event handed out before was read: they can be reused
-
-    def _event(self) -> torch.cuda.Event:
-        if self.used == len(self.pool):
-            self.pool.append(torch.cuda.Event(enable_timing=True))
-        ev = self.pool[self.used]
-        self.used += 1
-        return ev
-
-    def set(self, pinfo: ParallelInfo) -> None:
-        p = self.params
-        p.strategy, p.grouping, p.tiling = STRATEGY_CODE[pinfo.strategy], pinfo.grouping, pinfo.tiling
+    def set(self, pinfo: ParallelInfo):
+        p = self.params.replace(strategy=STRATEGY_CODE[pinfo.strategy], grouping=pinfo.grouping, tiling=pinfo.tiling)
         status, why = self.core.cuda_check(p)
         if status:
             raise Refused(why or f"status {status}")
         need = int(self.core.cuda_workspace_bytes(p))
         if need > self.capacity:
-            # The old buffer may still be read by queued runs: keep it until the next sync.
+            # Handles made earlier may point at the old buffer: it lives until the next batch ends.
             self._retired.append(self.workspace)
             self.workspace = torch.empty(need, dtype=torch.uint8, device=self.device)
             self.capacity = need
-            p.workspace = self.workspace.data_ptr()
-        p.workspace_bytes = self.capacity if need else 0
+        if need:
+            p.workspace, p.workspace_bytes = self.workspace.data_ptr(), self.capacity
+        return p
 
-    def record(self, n: int):
-        events = [self._event() for _ in range(n + 1)]
-        events[0].record(self.stream)
-        for i in range(n):
-            self.core.run_cuda(self.params, self.handle)
-            events[i + 1].record(self.stream)
-        return events
-
-    def elapsed(self, events) -> List[float]:
-        return [a.elapsed_time(b) for a, b in zip(events[:-1], events[1:])]
-
-    def pad(self, launches: int):
-        """Queues a spin kernel long enough to cover the host's queueing of `launches` runs."""
-        self._launches = max(launches, 1)
-        self._clock = time.perf_counter()
-        if not self._cycles:
-            return None
-        ms = min(200.0, 0.05 + 1.5 * self._launches * _launch_ms.get(self.index, 0.03))
-        torch.cuda._sleep(int(ms * self._cycles))
-        marker = self._event()
-        marker.record(self.stream)
-        return marker
-
-    def starved(self, marker) -> bool:
-        """True when the spacer had run out before the host finished queueing (the GPU may have
-        waited on the host inside a timed region)."""
-        per_launch = (time.perf_counter() - self._clock) * 1e3 / self._launches
-        ran_out = marker is not None and marker.query()
-        before = _launch_ms.get(self.index, 0.03)
-        _launch_ms[self.index] = max(per_launch, before * (2.0 if ran_out else 0.9))
-        return ran_out
-
-    def sync(self) -> None:
-        try:
-            torch.cuda.synchronize(self.device)
-        except Exception as exc:  # noqa: BLE001 - RuntimeError, or torch.AcceleratorError in newer torch
-            raise DeviceLost(str(exc).splitlines()[0] if str(exc) else type(exc).__name__) from exc
+    def time(self, batch) -> Tuple[List[List[float]], bool]:
+        status, why, failed, ms, starved = self.core.cuda_time([p for p, _ in batch], [n for _, n in batch],
+                                                               self.handle, self.gate_timeout_ms)
         self._retired = []
+        if status == _UG_ERR_CUDA and failed < 0:
+            raise DeviceLost(why)
+        if status:
+            raise LaunchFailed(max(failed, 0), why)
+        out, at = [], 0
+        for _, n in batch:
+            out.append(list(ms[at:at + n]))
+            at += n
+        return out, bool(starved)
 
 
 def measure_on_gpu(graph, op: OpInfo, configs: Sequence[ParallelInfo]) -> Dict[ParallelInfo, float]:

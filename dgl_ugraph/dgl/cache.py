@@ -130,6 +130,14 @@ def _forget(gidx_id: int):
     return callback
 
 
+def seen(gidx) -> Optional[GraphEntry]:
+    """The entry of a gidx object resolved before, without resolving one that was not."""
+    slot = _by_gidx.get(id(gidx))
+    if slot is not None and slot[0]() is gidx and slot[1].__class__ is GraphEntry:
+        return slot[1]
+    return None
+
+
 def entry_for(gidx) -> Union[GraphEntry, str]:
     """The cached entry for a gidx, or the reason it cannot have one (then DGL runs the call)."""
     slot = _by_gidx.get(id(gidx))

@@ -175,7 +175,7 @@ def _planned(d: Decision, graph, lhs, rhs):
     """The decision's kernel call: planned by its first call, each later one reusing the plan."""
     if d.plan is None:
         d.plan = Plan(graph, make_op_info(d.pattern, lhs, rhs), d.choice.parallel_info if d.choice else None)
-    return d.plan.run(lhs if d.pattern.A_type != "null" else None, rhs if d.pattern.B_type != "null" else None)
+    return d.plan.run(lhs, rhs)  # the plan reads only the operands its pattern uses
 
 
 def _run_spmm(d: Decision, entry, lhs, rhs):

@@ -234,6 +234,13 @@ def _integer_features(lhs, rhs) -> Optional[str]:
 
 def decision_for(gidx, sig_key, op, lhs, rhs):
     """(graph entry, decision), or (None, None) once it is recorded why DGL runs the call."""
+    # A repeat call: a gidx object passed before, a signature decided on its graph. The key
+    # holds the operands' dtypes, so the integer check below passed for it.
+    entry = cache.seen(gidx)
+    if entry is not None:
+        d = entry.decisions.get(sig_key)
+        if d is not None and (d.choice is None or d.choice.current()):
+            return entry, d
     reason = _integer_features(lhs, rhs)
     if reason is not None:
         record(_pattern_key(sig_key), _stats_signature(lhs, rhs, _name(gidx.dtype)), DGL, reason).calls += 1

@@ -24,7 +24,7 @@ import torch
 from dgl_ugraph import settings
 from dgl_ugraph.core import _ext, ops
 from dgl_ugraph.core.abstraction import OpInfo, ParallelInfo, Signature
-from dgl_ugraph.core.capability import candidates, deterministic
+from dgl_ugraph.core.capability import candidates
 from dgl_ugraph.core.graph import UGraph
 from dgl_ugraph.core.timing import measure_on_gpu
 from dgl_ugraph.selection import autotune, predictor
@@ -95,16 +95,23 @@ def learned(graph, sig: Signature, allowed: Sequence[str], op: Optional[OpInfo] 
         return None
 
 
+def selection_state() -> tuple:
+    """What a CUDA configuration is chosen from besides the call and the graph: the settings
+    this module reads and torch's deterministic mode. Cheap enough for every call."""
+    return settings.selection_state(), torch.are_deterministic_algorithms_enabled()
+
+
 @dataclass(frozen=True)
 class Choice:
-    """A CUDA call's configuration and the deterministic mode it was chosen under."""
+    """A CUDA call's configuration and the selection state it was chosen under."""
 
     parallel_info: ParallelInfo
-    deterministic: bool
+    state: tuple
 
     def current(self) -> bool:
-        """False once deterministic mode was switched since: the call must be chosen again."""
-        return self.deterministic == deterministic()
+        """False once a setting or deterministic mode changed since: the call must be chosen
+        again."""
+        return self.state == selection_state()
 
 
 def choose_for(graph: UGraph, op_info: OpInfo, measure: Optional[Measure] = None) -> Choice:
@@ -113,8 +120,8 @@ def choose_for(graph: UGraph, op_info: OpInfo, measure: Optional[Measure] = None
     malformed DGL_UGRAPH_STRATEGY."""
     if not _ext.has_cuda():
         raise TypeError("this build of dgl_ugraph has no CUDA core")
-    pinfo = choose(graph, ops.signature(graph, op_info)[0], op_info, measure)
-    return Choice(pinfo, deterministic())
+    state = selection_state()
+    return Choice(choose(graph, ops.signature(graph, op_info)[0], op_info, measure), state)
 
 
 def prepare(graph: UGraph, op_info: OpInfo, parallel_info: Optional[ParallelInfo] = None,
@@ -139,16 +146,16 @@ _plans: Dict[int, Tuple[weakref.ref, "OrderedDict[tuple, ops.Plan]"]] = {}
 _plans_lock = threading.Lock()
 
 
-def _meta(t: Optional[torch.Tensor]) -> Optional[tuple]:
-    # get_device() (-1 on CPU): an int, where .device builds an object on every call.
-    return None if t is None else (t.shape, t.dtype, t.get_device())
-
-
 def _plan_key(op_info: OpInfo, parallel_info: Optional[ParallelInfo]) -> tuple:
-    """What a plan fixes: the operator, its operands' shapes, dtype and device, and what its
-    configuration was chosen from (the settings the policy reads)."""
-    return (op_info.edge_op, op_info.gather_op, op_info.A_type, op_info.B_type, op_info.C_type, _meta(op_info.A),
-            _meta(op_info.B), parallel_info, settings.forced_strategy(), settings.autotune(), deterministic())
+    """What a plan fixes: the operator (C_type follows from gather_op), its operands' shapes,
+    dtype and device (.device: get_device() gives -1 for CPU and meta tensors alike), and what
+    its configuration was chosen from: the parallel info given, or the selection state. Built
+    from attributes alone, on every call."""
+    a, b = op_info.A, op_info.B
+    return (op_info.edge_op, op_info.gather_op, op_info.A_type, op_info.B_type,
+            None if a is None else a.shape, None if a is None else a.dtype, None if a is None else a.device,
+            None if b is None else b.shape, None if b is None else b.dtype, None if b is None else b.device,
+            parallel_info, selection_state())
 
 
 def _cached_plan(graph: UGraph, key: tuple) -> Optional[ops.Plan]:

@@ -17,6 +17,15 @@ int ug_cuda_run(const UgParams* p, void* stream);
 int64_t ug_cuda_workspace_bytes(const UgParams* p);
 /* 0 when p's strategy can run p; otherwise a status, with the reason copied into why. */
 int ug_cuda_check(const UgParams* p, char* why, int why_len);
+/* Times the calls ps[0..n) on stream, for the collector and the autotuner: runs[i] launches of
+   ps[i], queued in that order behind a gate that holds the stream until all are queued (a queued
+   batch beyond about a thousand launches and events blocks the host until gate_timeout_ms passes).
+   ms receives sum(runs) entries, each launch's time in queue order; *starved is set when the gate
+   timed out before the host finished queueing (time that batch again, smaller). Every call is
+   checked first: a refused one queues nothing and names its index in *failed. Synchronizes the
+   stream. */
+int ug_cuda_time(const UgParams* ps, const int32_t* runs, int32_t n, void* stream, float gate_timeout_ms,
+                 float* ms, int32_t* starved, int32_t* failed);
 /* Hash of the CUDA sources this library was built from, its architectures, and what it holds. */
 const char* ug_cuda_source_hash(void);
 /* Bit (strategy * 4 + dtype) is set for each (UgStrategy, UgDType) compiled into this library. */
