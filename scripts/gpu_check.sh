@@ -3,7 +3,8 @@
 #   bash scripts/gpu_check.sh [build] [test] [sanitize] [bench] [collect] [tune] [dgl | dgl-test dgl-bench] [dgl-dispatch]
 #   (default: build test sanitize bench)
 # The CUDA library is taken from .prebuilt/ when its source hash matches these sources (build it
-# here with `make cuda-lib`); otherwise everything is built on the GPU machine.
+# here with `make cuda-lib` and carry .prebuilt/libugraph_cuda.so.xz, which is unpacked here);
+# otherwise everything is built on the GPU machine.
 # Stage dgl (= dgl-test + dgl-bench) runs the plugin under real DGL: it needs, carried in the
 # git-ignored .gpu-deps/, the CUDA DGL build of ../shared/dgl-cuda and the shared datasets:
 #   mkdir -p .gpu-deps && cp ../shared/dgl-cuda/dgl-2.4.0-cuda13-sm90-torch2.11.tar.xz .gpu-deps/ \
@@ -29,6 +30,7 @@ header() {
 if has build; then
   want=$($PY csrc/source_hash.py --archs 90)
   lib=.prebuilt/libugraph_cuda.so
+  if [ ! -f "$lib" ] && [ -f "$lib.xz" ]; then xz -dc "$lib.xz" > "$lib"; fi
   if [ -f "$lib" ] && [ "$($PY csrc/source_hash.py --of-library $lib 2>/dev/null)" = "$want" ]; then
     echo "using prebuilt CUDA core $want"
     export UGRAPH_CUDA_PREBUILT=$PWD/$lib
