@@ -5,9 +5,9 @@
 
 Reads every cases-*/timings-*.csv.gz pair under --data, keeps the complete cases of one GPU
 family (compute capability), leaves out the held-out graphs (split column: they are for
-scripts/eval_predictor.py), and fits LightGBM to log(time / case best), grouped by graph: a
-seeded fifth of the training graphs validates (early stopping and the manifest's decision
-quality). Writes <family>.json (LightGBM's JSON dump) and <family>.manifest.json. Needs lightgbm.
+scripts/eval_predictor.py), and fits LightGBM's LambdaRank to each case's configurations
+(training.DEFAULT_PARAMS says why), grouped by graph: a seeded fifth of the training graphs is
+held back for the manifest's decision quality. Writes <family>.json (LightGBM's JSON dump) and <family>.manifest.json. Needs lightgbm.
 """
 from __future__ import annotations
 
@@ -32,8 +32,8 @@ def main(argv=None) -> int:
     ap.add_argument("--data", type=pathlib.Path, nargs="+", default=[ROOT / "data" / "predictor"])
     ap.add_argument("--family", default=None, help="GPU family to train for (default: the only one in the data)")
     ap.add_argument("--out", type=pathlib.Path, default=ROOT / "dgl_ugraph" / "predictor_models")
-    ap.add_argument("--trees", type=int, default=150, help="most boosting rounds (early stopping may use fewer)")
-    ap.add_argument("--leaves", type=int, default=31)
+    ap.add_argument("--trees", type=int, default=200, help="boosting rounds")
+    ap.add_argument("--leaves", type=int, default=63)
     ap.add_argument("--include-holdout", action="store_true", help="train on the held-out graphs too (no evaluation after)")
     args = ap.parse_args(argv)
     try:

@@ -204,7 +204,7 @@ def main(argv=None) -> int:
     if not cases:
         print("dgl_ugraph tune: no cases were collected", file=sys.stderr)
         return 1
-    result = train(cases, num_trees=100 if args.quick else 150)
+    result = train(cases, num_trees=100 if args.quick else 200)
     out = export(result, settings.cache_dir() / "models", dev.family, paths, [dev.name])
     predictor.reset()
     loaded = predictor.load(dev.family)
