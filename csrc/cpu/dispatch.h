@@ -1,5 +1,5 @@
-// From a validated UgParams to one compiled kernel: the typed Args, and the switch over dtype,
-// index width, edge_op and broadcast that picks the template instance.
+// From a validated UgParams to one compiled kernel: the typed Args, and the switch over index
+// width, edge_op and broadcast that picks the template instance of a gather kind and dtype.
 #ifndef UGRAPH_CPU_DISPATCH_H_
 #define UGRAPH_CPU_DISPATCH_H_
 
@@ -61,41 +61,34 @@ struct Tag {
   using type = T;
 };
 
-// Calls fn(Tag<T>{}, Tag<I>{}, Tag<Op>{}, std::bool_constant<Bcast>{}) for q's case.
-template <typename Fn>
-void dispatch(const Prepared& q, Fn&& fn) {
+// Calls fn(Tag<I>{}, Tag<Op>{}, std::bool_constant<Bcast>{}) for q's case, whose dtype is T.
+template <typename T, typename Fn>
+void dispatch_typed(const Prepared& q, Fn&& fn) {
   const UgParams& p = *q.p;
-  auto with_bcast = [&](auto t, auto i, auto op) {
-    if (q.bcast) fn(t, i, op, std::true_type{}); else fn(t, i, op, std::false_type{});
+  auto with_bcast = [&](auto i, auto op) {
+    if (q.bcast) fn(i, op, std::true_type{}); else fn(i, op, std::false_type{});
   };
-  auto with_op = [&](auto t, auto i) {
+  auto with_op = [&](auto i) {
     switch (p.edge_op) {
-      case UG_COPY_LHS: return with_bcast(t, i, Tag<binary::CopyLhs>{});
-      case UG_COPY_RHS: return with_bcast(t, i, Tag<binary::CopyRhs>{});
-      case UG_ADD: return with_bcast(t, i, Tag<binary::Add>{});
-      case UG_SUB: return with_bcast(t, i, Tag<binary::Sub>{});
-      case UG_MUL: return with_bcast(t, i, Tag<binary::Mul>{});
-      case UG_DIV: return with_bcast(t, i, Tag<binary::Div>{});
-      default: return with_bcast(t, i, Tag<binary::Dot>{});
+      case UG_COPY_LHS: return with_bcast(i, Tag<binary::CopyLhs>{});
+      case UG_COPY_RHS: return with_bcast(i, Tag<binary::CopyRhs>{});
+      case UG_ADD: return with_bcast(i, Tag<binary::Add>{});
+      case UG_SUB: return with_bcast(i, Tag<binary::Sub>{});
+      case UG_MUL: return with_bcast(i, Tag<binary::Mul>{});
+      case UG_DIV: return with_bcast(i, Tag<binary::Div>{});
+      default: return with_bcast(i, Tag<binary::Dot>{});
     }
   };
-  auto with_index = [&](auto t) {
-    if (p.index_bits == 32) with_op(t, Tag<int32_t>{}); else with_op(t, Tag<int64_t>{});
-  };
-  switch (p.dtype) {
-    case UG_F32: return with_index(Tag<float>{});
-    case UG_F64: return with_index(Tag<double>{});
-    case UG_F16: return with_index(Tag<Half>{});
-    default: return with_index(Tag<BFloat16>{});
-  }
+  if (p.index_bits == 32) with_op(Tag<int32_t>{}); else with_op(Tag<int64_t>{});
 }
 
-// One entry per gather kind, each compiled in its own file so the template instances build in
-// parallel. They may throw std::bad_alloc before any thread starts.
-void run_create(const Prepared& q);
-void run_sum(const Prepared& q);
-void run_max(const Prepared& q);
-void run_min(const Prepared& q);
+enum class Gather { kNone, kSum, kMax, kMin };
+
+// The kernels of one gather kind at one dtype. CMakeLists.txt generates one file per pair from
+// instance.cpp.in, so the template instances build in parallel. They may throw std::bad_alloc
+// before any thread starts.
+template <Gather G, typename T>
+void run_instance(const Prepared& q);
 
 }  // namespace cpu
 }  // namespace ugraph

@@ -1,4 +1,4 @@
-// The backend's C entry point: validate, resolve broadcast, dispatch on the gather kind.
+// The backend's C entry point: validate, resolve broadcast, dispatch on the gather kind and dtype.
 #include <cstdint>
 #include <new>
 #include <string>
@@ -13,6 +13,16 @@
 namespace ugraph {
 namespace cpu {
 namespace {
+
+template <Gather G>
+void run_typed(const Prepared& q) {
+  switch (q.p->dtype) {
+    case UG_F32: return run_instance<G, float>(q);
+    case UG_F64: return run_instance<G, double>(q);
+    case UG_F16: return run_instance<G, Half>(q);
+    default: return run_instance<G, BFloat16>(q);
+  }
+}
 
 int run(const UgParams& p) {
   const bool lhs = p.edge_op != UG_COPY_RHS, rhs = p.edge_op != UG_COPY_LHS;
@@ -31,10 +41,10 @@ int run(const UgParams& p) {
   advise_huge_pages(p.arg_a, elements * (p.index_bits / 8));
   advise_huge_pages(p.arg_b, elements * (p.index_bits / 8));
   switch (p.gather_op) {
-    case UG_GATHER_NONE: run_create(q); break;
-    case UG_SUM: run_sum(q); break;
-    case UG_MAX: run_max(q); break;
-    default: run_min(q); break;
+    case UG_GATHER_NONE: run_typed<Gather::kNone>(q); break;
+    case UG_SUM: run_typed<Gather::kSum>(q); break;
+    case UG_MAX: run_typed<Gather::kMax>(q); break;
+    default: run_typed<Gather::kMin>(q); break;
   }
   return UG_OK;
 }
