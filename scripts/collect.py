@@ -6,8 +6,9 @@ Suite: graph_suite.synthetic_grid() + the uGrapher Table 3 stand-ins + graph_sui
 up to --max-edges) + the real graphs of ../shared/datasets. Held out, by a fixed rule written into
 every case row and the meta file: all real datasets, and every synthetic graph whose
 sha256("holdout:" + name) is 0 mod 5. Calls: calls.DGL_CALLS (GCN, GIN, SAGE, GAT, forward and
-backward, as DGL issues them) at F in calls.WIDTHS; fp32 on every graph, plus fp16, bf16 or int64
-indices on a quarter of the graphs each (same hash rule). Every case times the full grid
+backward, as DGL issues them) at F in calls.WIDTHS; fp32 on every graph, plus fp16, bf16, int64
+indices or fp64 on a quarter of the graphs each (same hash rule). --cases-per-graph caps each
+graph at a subset spread over its calls (calls.sample_cases), so that a run reaches more graphs. Every case times the full grid
 (predictor.config_space); 1 in 16 cases is an audit case (no cut, and the tiling past the limit
 timed too), whose results the meta file summarises as the evidence for both prunings.
 
@@ -37,7 +38,7 @@ from dgl_ugraph.tuning import calls, collect, run  # noqa: E402
 HOLDOUT_RULE = ("all real datasets (../shared/datasets); every other graph whose "
                 "int(sha256('holdout:' + name)[:12], 16) % 5 == 0")
 VARIANT_RULE = ("float32/int32 everywhere; then by int(sha256('variant:' + name)[:12], 16) % 4: "
-                "0 -> float16/int32, 1 -> bfloat16/int32, 2 -> float32/int64, 3 -> none")
+                "0 -> float16/int32, 1 -> bfloat16/int32, 2 -> float32/int64, 3 -> float64/int32")
 ORDER_SEED = 20230325
 
 
@@ -48,7 +49,7 @@ def split_of(name: str, family: str) -> str:
 
 
 def variants_of(name: str):
-    extra = {0: [("float16", "int32")], 1: [("bfloat16", "int32")], 2: [("float32", "int64")], 3: []}
+    extra = {0: [("float16", "int32")], 1: [("bfloat16", "int32")], 2: [("float32", "int64")], 3: [("float64", "int32")]}
     return tuple([("float32", "int32")] + extra[calls.stable_hash("variant:" + name) % 4])
 
 
@@ -90,6 +91,7 @@ def parse(argv=None):
     ap.add_argument("--scale", type=float, default=1.0, help="shrink the synthetic graphs (smoke runs)")
     ap.add_argument("--cut", type=float, default=2.5, help="repeat only configurations within this factor of the best screening run")
     ap.add_argument("--audit-every", type=int, default=16)
+    ap.add_argument("--cases-per-graph", type=int, default=0, help="at most this many cases per graph (0: all)")
     ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--run-id", default=None, help=argparse.SUPPRESS)
     ap.add_argument("--deadline", type=float, default=None, help=argparse.SUPPRESS)
@@ -104,7 +106,8 @@ def main(argv=None) -> int:
     wanted_calls = tuple(c for c in args.calls.split(",") if c)
     if args.worker:
         cfg = collect.CollectConfig(args.out_dir, args.run_id, args.deadline, tuple(args.resume), widths,
-                                 calls=wanted_calls, policy=TimingPolicy(cut=args.cut), audit_every=args.audit_every)
+                                 calls=wanted_calls, policy=TimingPolicy(cut=args.cut), audit_every=args.audit_every,
+                                 cases_per_graph=args.cases_per_graph)
         return run.run_worker(sources, cfg)
 
     import torch

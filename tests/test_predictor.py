@@ -566,6 +566,26 @@ def test_tier_scheduler_spreads_time_over_sizes():
     assert order[:2] == ["s0", "l0"] and order.index("l1") > order.index("s2")
 
 
+def test_sample_cases_spreads_over_calls_and_is_stable():
+    src = calls.GraphSource("g", "degree", "train", 1000, variants=(("float32", "int32"), ("float64", "int32")))
+    every = calls.graph_cases(src)
+    picked = calls.sample_cases(every, 40)
+    assert len(picked) == 40 and picked == calls.sample_cases(list(reversed(every)), 40)[::-1]
+    assert [c for c in every if c in picked] == picked  # collection order kept
+    counts = {name: sum(c.call == name for c in picked) for name in {c.call for c in every}}
+    assert max(counts.values()) - min(counts.values()) <= 1  # round-robin over the calls
+    assert calls.sample_cases(every, 0) == every and calls.sample_cases(every, 10 ** 6) == every
+
+
+def test_collector_caps_cases_per_graph(tmp_path):
+    specs = [gs.GraphSpec(f"c{i}", "degree", 300, 1500, 3.0, "random", seed=i) for i in range(2)]
+    sources = [calls.GraphSource(s.name, "degree", "train", s.num_edges, spec=s) for s in specs]
+    col = make_collector(tmp_path, World(noise=0.0), cases_per_graph=7)
+    col.run(sources)
+    rows = shards.read_rows(next(tmp_path.glob("cases-*.csv.gz")))
+    assert sorted(r["graph"] for r in rows) == ["c0"] * 7 + ["c1"] * 7
+
+
 def test_audit_summary_reports_cut_losses_and_beyond_limit_wins():
     cases = [{"case_id": "c", "audit": "1", "status": "ok"}]
     timings = [dict(case_id="c", status="ok", ms="1.0", first_ms="3.0"),   # the winner, slow at screening

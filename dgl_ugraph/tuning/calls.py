@@ -154,6 +154,25 @@ def graph_cases(src: GraphSource, widths: Sequence[int] = WIDTHS,
     return out
 
 
+def sample_cases(cases: Sequence[CaseSpec], n: int) -> List[CaseSpec]:
+    """At most n of a graph's cases (all when n <= 0), spread over its calls: each call's cases
+    ranked by a stable hash of their key and taken round-robin across calls, then kept in
+    collection order. Deterministic, so a resumed run picks the same ones. A collection that caps
+    each graph reaches more graphs in the same time, and the model generalizes across graphs."""
+    if n <= 0 or len(cases) <= n:
+        return list(cases)
+    by_call: Dict[str, List[CaseSpec]] = {}
+    for c in cases:
+        by_call.setdefault(c.call, []).append(c)
+    queues = [sorted(by_call[k], key=lambda c: stable_hash("sample:" + c.key)) for k in sorted(by_call)]
+    chosen: set = set()
+    for i in range(max(len(q) for q in queues)):
+        for q in queues:
+            if i < len(q) and len(chosen) < n:
+                chosen.add(q[i].key)
+    return [c for c in cases if c.key in chosen]
+
+
 def stable_hash(text: str) -> int:
     return int(hashlib.sha256(text.encode()).hexdigest()[:12], 16)
 

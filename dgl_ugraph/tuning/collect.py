@@ -26,7 +26,8 @@ from dgl_ugraph.core.timing import CudaRunner, DeviceLost, Refused, Timing, Timi
 from dgl_ugraph.selection import predictor
 from dgl_ugraph.selection.predictor import DeviceInfo
 from dgl_ugraph.tuning.calls import (ATTENTION_HEADS, CALLS, DTYPES, IDTYPES, WIDTHS, Call, CaseSpec, GraphSource,
-                                     beyond_tilings, call_users, graph_cases, is_audit, load_source, make_op)
+                                     beyond_tilings, call_users, graph_cases, is_audit, load_source, make_op,
+                                     sample_cases)
 from dgl_ugraph.tuning.shards import Shards, State, done_keys
 
 class CudaBackend:
@@ -135,6 +136,7 @@ class CollectConfig:
     policy: TimingPolicy = TimingPolicy()
     audit_every: int = 16
     max_isolation_restarts: int = 3
+    cases_per_graph: int = 0  # 0: every case of a graph; else calls.sample_cases' spread subset
 
 
 @dataclass
@@ -210,7 +212,7 @@ class Collector:
         return self.stats
 
     def _cases(self, src: GraphSource) -> List[CaseSpec]:
-        return graph_cases(src, self.cfg.widths, self.cfg.heads, self.cfg.calls)
+        return sample_cases(graph_cases(src, self.cfg.widths, self.cfg.heads, self.cfg.calls), self.cfg.cases_per_graph)
 
     def _estimate(self, num_edges: int, case: CaseSpec) -> float:
         """Seconds the case will take: the graph's previous case scaled by the width (a graph's
