@@ -1,23 +1,45 @@
 """Hash of everything a libugraph_cuda.so is built from: the CUDA sources, the shared headers,
-the host code both cores share (csrc/common) and the build switches. CMake embeds it into the library; `--of-library` reads it back."""
+the host code both cores share (csrc/common) and the build switches. CMake embeds it into the library; `--of-library` reads it back.
+
+`--cpu`: the same for the CPU core's static library, libugraph_cpu.a (csrc/cpu, the shared
+headers, csrc/common and CMakeLists.txt, which holds its flags); CMake embeds it as the string
+CPU_MARKER + hash, which `--of-archive` finds in the archive's bytes."""
 import argparse
 import ctypes
 import hashlib
 import pathlib
+import re
 import sys
 
 CSRC = pathlib.Path(__file__).resolve().parent
+CPU_MARKER = "UGRAPH_CPU_SOURCE_HASH="
+
+
+def _hash_files(h, folders) -> None:
+    files = sorted([f for d in folders for f in (CSRC / d).rglob("*")])
+    for f in files:
+        if f.is_file() and f.suffix in {".cu", ".cuh", ".h", ".cpp", ".in", ".txt", ".py"}:
+            h.update(str(f.relative_to(CSRC)).encode())
+            h.update(f.read_bytes())
 
 
 def source_hash(archs: str, strategies: str, dtypes: str) -> str:
     h = hashlib.sha256()
-    files = sorted([f for d in ("cuda", "include", "common") for f in (CSRC / d).rglob("*")])
-    for f in files:
-        if f.is_file() and f.suffix in {".cu", ".cuh", ".h", ".cpp", ".txt", ".py"}:
-            h.update(str(f.relative_to(CSRC)).encode())
-            h.update(f.read_bytes())
+    _hash_files(h, ("cuda", "include", "common"))
     h.update(f"{archs}|{strategies}|{dtypes}".encode())
     return h.hexdigest()[:16]
+
+
+def cpu_source_hash() -> str:
+    h = hashlib.sha256()
+    _hash_files(h, ("cpu", "include", "common"))
+    h.update((CSRC.parent / "CMakeLists.txt").read_bytes())
+    return h.hexdigest()[:16]
+
+
+def archive_hash(path: str) -> str:
+    found = re.search(re.escape(CPU_MARKER.encode()) + rb"([0-9a-f]{16})", pathlib.Path(path).read_bytes())
+    return found.group(1).decode() if found else "none"
 
 
 def library_hash(path: str) -> str:
@@ -32,9 +54,15 @@ def main() -> None:
     ap.add_argument("--strategies", default="all")
     ap.add_argument("--dtypes", default="all")
     ap.add_argument("--of-library")
+    ap.add_argument("--cpu", action="store_true", help="the CPU core's hash")
+    ap.add_argument("--of-archive", help="the hash a libugraph_cpu.a was built from")
     args = ap.parse_args()
-    sys.stdout.write(library_hash(args.of_library) if args.of_library else
-                     source_hash(args.archs, args.strategies, args.dtypes))
+    if args.of_archive:
+        sys.stdout.write(archive_hash(args.of_archive))
+    elif args.of_library:
+        sys.stdout.write(library_hash(args.of_library))
+    else:
+        sys.stdout.write(cpu_source_hash() if args.cpu else source_hash(args.archs, args.strategies, args.dtypes))
 
 
 if __name__ == "__main__":

@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
-# Builds only the CUDA core, libugraph_cuda.so, on a machine without a GPU, and copies it to
-# .prebuilt/ (with an .xz copy to carry), where scripts/gpu_check.sh picks it up when its source hash matches the sources.
+# Builds the two cores, libugraph_cuda.so and the CPU core's libugraph_cpu.a, on a machine without
+# a GPU, and copies them to .prebuilt/ (with .xz copies to carry), where scripts/gpu_check.sh picks
+# each up when its source hash matches the sources: the GPU machine then compiles only the thin
+# Python module (its GCC 13 spends minutes on the CPU core's max/min instances,
+# bench/raw/device_cpu_build_ninja.txt).
 #   UGRAPH_CUDA_ARCHS  (default 90), UGRAPH_STRATEGIES and UGRAPH_DTYPES (default all): as for the package
 #   UGRAPH_PTXAS_VERBOSE=1: also keep ptxas's register and spill report in build/cuda-lib/ptxas.log
 set -euo pipefail
@@ -19,13 +22,13 @@ if [ "${UGRAPH_PTXAS_VERBOSE:-0}" = 1 ]; then CUDA_FLAGS="-Xptxas=-v"; fi
 
 cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release \
   -DPython_EXECUTABLE="$PY" -Dpybind11_DIR="$("$PY" -m pybind11 --cmakedir)" \
-  -DUGRAPH_CUDA=ON -DUGRAPH_CUDA_PREBUILT= -DUGRAPH_CUDA_ARCHS="$ARCHS" \
+  -DUGRAPH_CUDA=ON -DUGRAPH_CUDA_PREBUILT= -DUGRAPH_CPU_PREBUILT= -DUGRAPH_CUDA_ARCHS="$ARCHS" \
   -DUGRAPH_STRATEGIES="${UGRAPH_STRATEGIES:-all}" -DUGRAPH_DTYPES="${UGRAPH_DTYPES:-all}" \
   -DCMAKE_CUDA_FLAGS="$CUDA_FLAGS" >/dev/null
 start=$(date +%s)
 if [ -n "$CUDA_FLAGS" ]; then
   status=0
-  cmake --build "$BUILD" --target ugraph_cuda -j"$(nproc)" >"$BUILD/ptxas.log" 2>&1 || status=$?
+  cmake --build "$BUILD" --target ugraph_cuda ugraph_cpu -j"$(nproc)" >"$BUILD/ptxas.log" 2>&1 || status=$?
   grep -vE '^ptxas info|^    [0-9]+ bytes stack frame' "$BUILD/ptxas.log" || true
   [ "$status" -eq 0 ] || exit "$status"
   awk '/Used [0-9]+ registers/ { for (i = 1; i < NF; i++) if ($(i + 1) ~ /^registers/) r = $i;
@@ -33,13 +36,15 @@ if [ -n "$CUDA_FLAGS" ]; then
        /spill stores/ { if ($5 > 0 || $9 > 0) spills++ }
        END { printf "ptxas: %d kernels, %d-%d registers, %d with spills\n", n, lo, hi, spills }' "$BUILD/ptxas.log"
 else
-  cmake --build "$BUILD" --target ugraph_cuda -j"$(nproc)"
+  cmake --build "$BUILD" --target ugraph_cuda ugraph_cpu -j"$(nproc)"
 fi
 mkdir -p .prebuilt
 cp -f "$BUILD/csrc/cuda/libugraph_cuda.so" .prebuilt/libugraph_cuda.so
-# The library is mostly cubins (about 45 MB) and the device tool carries 64 MiB in all: the
-# compressed copy (about 3 MB) is the one to carry.
-xz -T0 -6 -c .prebuilt/libugraph_cuda.so > .prebuilt/libugraph_cuda.so.xz
+cp -f "$BUILD/libugraph_cpu.a" .prebuilt/libugraph_cpu.a
+# The CUDA library is mostly cubins (about 45 MB) and the device tool carries 64 MiB in all: the
+# compressed copies (about 3 and 2 MB) are the ones to carry.
+for lib in .prebuilt/libugraph_cuda.so .prebuilt/libugraph_cpu.a; do xz -T0 -6 -c "$lib" > "$lib.xz"; done
 echo "built .prebuilt/libugraph_cuda.so in $(( $(date +%s) - start )) s, $(du -h .prebuilt/libugraph_cuda.so | cut -f1)" \
   "($(du -h .prebuilt/libugraph_cuda.so.xz | cut -f1) as .xz)"
-echo "source hash: $("$PY" csrc/source_hash.py --of-library .prebuilt/libugraph_cuda.so)"
+echo "source hash: $("$PY" csrc/source_hash.py --of-library .prebuilt/libugraph_cuda.so)" \
+  "(CPU core $("$PY" csrc/source_hash.py --of-archive .prebuilt/libugraph_cpu.a))"

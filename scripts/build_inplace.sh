@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Builds the extension in place (dgl_ugraph/_C*.so) with the venv's Python, for PYTHONPATH=. use.
-# UGRAPH_CUDA / UGRAPH_CUDA_ARCHS / UGRAPH_STRATEGIES / UGRAPH_DTYPES / UGRAPH_CUDA_PREBUILT apply.
+# UGRAPH_CUDA / UGRAPH_CUDA_ARCHS / UGRAPH_STRATEGIES / UGRAPH_DTYPES / UGRAPH_CUDA_PREBUILT /
+# UGRAPH_CPU_PREBUILT apply.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-.venv/bin/python}
@@ -10,7 +11,7 @@ cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release \
   -Dpybind11_DIR="$($PY -m pybind11 --cmakedir)" \
   -DUGRAPH_CUDA="${UGRAPH_CUDA:-AUTO}" -DUGRAPH_CUDA_ARCHS="${UGRAPH_CUDA_ARCHS:-90}" \
   -DUGRAPH_STRATEGIES="${UGRAPH_STRATEGIES:-all}" -DUGRAPH_DTYPES="${UGRAPH_DTYPES:-all}" \
-  -DUGRAPH_CUDA_PREBUILT="${UGRAPH_CUDA_PREBUILT:-}" >/dev/null
+  -DUGRAPH_CUDA_PREBUILT="${UGRAPH_CUDA_PREBUILT:-}" -DUGRAPH_CPU_PREBUILT="${UGRAPH_CPU_PREBUILT:-}" >/dev/null
 cmake --build "$BUILD" -j"$(nproc)"
 # Copy, then rename: a process that has the old library mapped keeps its inode intact.
 install_lib() { cp -f "$1" "dgl_ugraph/.$(basename "$1").tmp" && mv -f "dgl_ugraph/.$(basename "$1").tmp" "dgl_ugraph/$(basename "$1")"; }

@@ -2,9 +2,10 @@
 # One call on the GPU machine: build, test, sanitize and benchmark; results under $OUT.
 #   bash scripts/gpu_check.sh [build] [test] [sanitize] [bench] [collect] [tune] [dgl | dgl-test dgl-bench] [dgl-dispatch]
 #   (default: build test sanitize bench)
-# The CUDA library is taken from .prebuilt/ when its source hash matches these sources (build it
-# here with `make cuda-lib` and carry .prebuilt/libugraph_cuda.so.xz, which is unpacked here);
-# otherwise everything is built on the GPU machine.
+# The CUDA library and the CPU core's archive are taken from .prebuilt/ when their source hashes
+# match these sources (build both here with `make cuda-lib` and carry .prebuilt/libugraph_cuda.so.xz
+# and .prebuilt/libugraph_cpu.a.xz, which are unpacked there); otherwise each is built on the GPU
+# machine (the CPU core takes its GCC over 5 minutes).
 # Stage dgl (= dgl-test + dgl-bench) runs the plugin under real DGL: it needs, carried in the
 # git-ignored .gpu-deps/, the CUDA DGL build of ../shared/dgl-cuda and the shared datasets:
 #   mkdir -p .gpu-deps && cp ../shared/dgl-cuda/dgl-2.4.0-cuda13-sm90-torch2.11.tar.xz .gpu-deps/ \
@@ -28,16 +29,25 @@ header() {
 }
 
 if has build; then
-  want=$($PY csrc/source_hash.py --archs 90)
-  lib=.prebuilt/libugraph_cuda.so
-  if [ ! -f "$lib" ] && [ -f "$lib.xz" ]; then xz -dc "$lib.xz" > "$lib"; fi
-  if [ -f "$lib" ] && [ "$($PY csrc/source_hash.py --of-library $lib 2>/dev/null)" = "$want" ]; then
-    echo "using prebuilt CUDA core $want"
-    export UGRAPH_CUDA_PREBUILT=$PWD/$lib
-  else
-    echo "prebuilt CUDA core missing or stale: building it here"
-    unset UGRAPH_CUDA_PREBUILT
-  fi
+  for xz in .prebuilt/*.xz; do
+    if [ -f "$xz" ] && [ ! -f "${xz%.xz}" ]; then xz -dc "$xz" > "${xz%.xz}"; fi
+  done
+  # use_prebuilt VAR FILE WHAT READER HASH-ARGS...: export VAR=FILE when FILE's embedded source
+  # hash (source_hash.py READER) is that of these sources.
+  use_prebuilt() {
+    local var=$1 lib=$2 what=$3 reader=$4 want
+    shift 4
+    want=$($PY csrc/source_hash.py "$@")
+    if [ -f "$lib" ] && [ "$($PY csrc/source_hash.py "$reader" "$lib" 2>/dev/null)" = "$want" ]; then
+      echo "using prebuilt $what $want"
+      export "$var=$PWD/$lib"
+    else
+      echo "prebuilt $what missing or stale: building it here"
+      unset "$var"
+    fi
+  }
+  use_prebuilt UGRAPH_CUDA_PREBUILT .prebuilt/libugraph_cuda.so "CUDA core" --of-library --archs 90
+  use_prebuilt UGRAPH_CPU_PREBUILT .prebuilt/libugraph_cpu.a "CPU core" --of-archive --cpu
   t=$(date +%s)
   UGRAPH_CUDA=ON UGRAPH_CUDA_ARCHS=90 PYTHON=$PY bash scripts/build_inplace.sh 2>&1 | tail -5 || exit 1
   echo "build: $(( $(date +%s) - t )) s"
