@@ -239,7 +239,7 @@ def parity(ours: List[torch.Tensor], theirs: List[torch.Tensor], rtol: float = R
 
 def interleaved_ms(fns: Dict[str, Callable], reps: int, warmup: int, min_s: float, max_reps: int = 60,
                    max_s: float = 30.0, sync: Callable[[], None] = lambda: None) -> Dict[str, List[float]]:
-    """Times each fn, interleaved (a, b, a, b, ...), after `warmup` untimed calls of each: at least
+    """Times each fn, interleaved (a, b, c, then b, c, a, ...), after `warmup` untimed calls of each: at least
     `reps` times, and on until each has run `min_s` seconds in all (at most `max_reps` times), so
     that sub-millisecond cases get enough repeats for a median that load spikes from other
     processes cannot move; stops after `max_s` seconds once `reps` are done. On a GPU, `sync`
@@ -250,10 +250,15 @@ def interleaved_ms(fns: Dict[str, Callable], reps: int, warmup: int, min_s: floa
             _call(impl, fn)
     sync()
     times = {impl: [] for impl in fns}
+    order = list(fns)
     start = time.perf_counter()
     i = 0
     while True:
-        for impl, fn in fns.items():
+        # Each round starts one place later: a step pays for what the step before it left behind
+        # (glibc returns the big freed blocks to the OS, and the next step faults them back in),
+        # and a fixed order would bill that to the same implementation every round.
+        for impl in order[i % len(order):] + order[:i % len(order)]:
+            fn = fns[impl]
             t0 = time.perf_counter()
             _call(impl, fn)
             sync()
