@@ -18,6 +18,10 @@ ARCHS=${UGRAPH_CUDA_ARCHS:-90}
 # One build folder per architecture list, so that a check for other archs keeps sm_90's build.
 BUILD=build/cuda-lib$([ "$ARCHS" = 90 ] || echo "-${ARCHS//,/-}")
 CUDA_FLAGS=""
+# The CPU core's archive goes with the sm_90 library (the GPU machine's); other architecture lists
+# are compile checks of the CUDA sources.
+TARGETS="ugraph_cuda"
+if [ "$ARCHS" = 90 ]; then TARGETS="ugraph_cuda ugraph_cpu"; fi
 if [ "${UGRAPH_PTXAS_VERBOSE:-0}" = 1 ]; then CUDA_FLAGS="-Xptxas=-v"; fi
 
 cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release \
@@ -28,7 +32,7 @@ cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release \
 start=$(date +%s)
 if [ -n "$CUDA_FLAGS" ]; then
   status=0
-  cmake --build "$BUILD" --target ugraph_cuda ugraph_cpu -j"$(nproc)" >"$BUILD/ptxas.log" 2>&1 || status=$?
+  cmake --build "$BUILD" --target $TARGETS -j"$(nproc)" >"$BUILD/ptxas.log" 2>&1 || status=$?
   grep -vE '^ptxas info|^    [0-9]+ bytes stack frame' "$BUILD/ptxas.log" || true
   [ "$status" -eq 0 ] || exit "$status"
   awk '/Used [0-9]+ registers/ { for (i = 1; i < NF; i++) if ($(i + 1) ~ /^registers/) r = $i;
@@ -36,15 +40,19 @@ if [ -n "$CUDA_FLAGS" ]; then
        /spill stores/ { if ($5 > 0 || $9 > 0) spills++ }
        END { printf "ptxas: %d kernels, %d-%d registers, %d with spills\n", n, lo, hi, spills }' "$BUILD/ptxas.log"
 else
-  cmake --build "$BUILD" --target ugraph_cuda ugraph_cpu -j"$(nproc)"
+  cmake --build "$BUILD" --target $TARGETS -j"$(nproc)"
 fi
 mkdir -p .prebuilt
 cp -f "$BUILD/csrc/cuda/libugraph_cuda.so" .prebuilt/libugraph_cuda.so
-cp -f "$BUILD/libugraph_cpu.a" .prebuilt/libugraph_cpu.a
+libs=.prebuilt/libugraph_cuda.so
+if [ -f "$BUILD/libugraph_cpu.a" ]; then
+  cp -f "$BUILD/libugraph_cpu.a" .prebuilt/libugraph_cpu.a
+  libs="$libs .prebuilt/libugraph_cpu.a"
+fi
 # The CUDA library is mostly cubins (about 45 MB) and the device tool carries 64 MiB in all: the
 # compressed copies (about 3 and 2 MB) are the ones to carry.
-for lib in .prebuilt/libugraph_cuda.so .prebuilt/libugraph_cpu.a; do xz -T0 -6 -c "$lib" > "$lib.xz"; done
+for lib in $libs; do xz -T0 -6 -c "$lib" > "$lib.xz"; done
 echo "built .prebuilt/libugraph_cuda.so in $(( $(date +%s) - start )) s, $(du -h .prebuilt/libugraph_cuda.so | cut -f1)" \
   "($(du -h .prebuilt/libugraph_cuda.so.xz | cut -f1) as .xz)"
 echo "source hash: $("$PY" csrc/source_hash.py --of-library .prebuilt/libugraph_cuda.so)" \
-  "(CPU core $("$PY" csrc/source_hash.py --of-archive .prebuilt/libugraph_cpu.a))"
+  "(CPU core $("$PY" csrc/source_hash.py --of-archive .prebuilt/libugraph_cpu.a 2>/dev/null || echo none))"
