@@ -437,19 +437,20 @@ def bench_case(model_name, gname, inputs, args, device_name, edge_index=None) ->
         times = timed_impls(impls, args, sync, f"{model_name} {gname} {mode}")
         if SPARSE_FREE in impls:
             fn.sparse_free.results = []  # the recorded results: device memory the next case needs
+        paired = {impl: paired_speedup(times["dgl"], ts) for impl, ts in times.items() if impl != "dgl"}
         for impl, ts in times.items():
             rows.append(dict(device=device_name, model=model_name, graph=gname, mode=mode, impl=impl,
                              ms=round(statistics.median(ts), 4), V=n, E=g.num_edges(), feat=feat.shape[1],
                              classes=classes, ms_min=round(min(ts), 4), ms_max=round(max(ts), 4), reps=len(ts),
                              parity_maxdiff=f"{maxdiff:.3g}", parity_ok=int(ok),
                              ugraph_share=round(share, 4) if impl == "ugraph" else "",
-                             paired_x=round(paired_speedup(times["dgl"], ts), 4) if impl != "dgl" else ""))
+                             paired_x=round(paired[impl], 4) if impl in paired else ""))
         med = {k: statistics.median(v) for k, v in times.items()}
         d, u = med["dgl"], med["ugraph"]
-        bound = f"  bound x{paired_speedup(times['dgl'], times[SPARSE_FREE]):5.2f}" if SPARSE_FREE in med else ""
+        bound = f"  bound x{paired[SPARSE_FREE]:5.2f}" if SPARSE_FREE in paired else ""
         vs_pyg = f"  pyg {med['pyg']:9.2f} ms (x{med['pyg'] / u:5.2f})" if "pyg" in med else ""
         print(f"{model_name:9} {gname:28} {mode:9} dgl {d:9.2f} ms  ugraph {u:9.2f} ms  "
-              f"x{paired_speedup(times['dgl'], times['ugraph']):5.2f}{bound}{vs_pyg}  "
+              f"x{paired['ugraph']:5.2f}{bound}{vs_pyg}  "
               f"parity {maxdiff:.1e} {'ok' if ok else 'FAIL'}  share {share:.2f}", flush=True)
     model.load_state_dict(state)
     return rows

@@ -55,4 +55,4 @@ for lib in $libs; do xz -T0 -6 -c "$lib" > "$lib.xz"; done
 echo "built .prebuilt/libugraph_cuda.so in $(( $(date +%s) - start )) s, $(du -h .prebuilt/libugraph_cuda.so | cut -f1)" \
   "($(du -h .prebuilt/libugraph_cuda.so.xz | cut -f1) as .xz)"
 echo "source hash: $("$PY" csrc/source_hash.py --of-library .prebuilt/libugraph_cuda.so)" \
-  "(CPU core $("$PY" csrc/source_hash.py --of-archive .prebuilt/libugraph_cpu.a 2>/dev/null || echo none))"
+  "$([[ $libs == *libugraph_cpu.a* ]] && echo "(CPU core $("$PY" csrc/source_hash.py --of-archive .prebuilt/libugraph_cpu.a))")"

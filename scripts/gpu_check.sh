@@ -30,7 +30,7 @@ header() {
 
 if has build; then
   for xz in .prebuilt/*.xz; do
-    if [ -f "$xz" ] && [ ! -f "${xz%.xz}" ]; then xz -dc "$xz" > "${xz%.xz}"; fi
+    if [ "$xz" -nt "${xz%.xz}" ]; then xz -dc "$xz" > "${xz%.xz}"; fi
   done
   # use_prebuilt VAR FILE WHAT READER HASH-ARGS...: export VAR=FILE when FILE's embedded source
   # hash (source_hash.py READER) is that of these sources.
