@@ -9,9 +9,12 @@ For each operator, interleaved round by round in one run:
 dispatch = ugraph - kernel is what the plugin adds per call for a graph object DGL has passed
 before. With --device cuda (DGL built for CUDA), also:
   ugrapher     - dgl_ugraph.ugrapher, the narrow kernel API (its repeat calls reuse a plan);
+  plan         - that plan's run alone (outputs, data pointers, launch): ugrapher - plan is the
+                 plan lookup, plan - kernel the output allocation and the params' repacking;
   cusparse     - torch.sparse.mm on a CSR tensor built once (the sums);
   empty_launch - one torch kernel launch on a one-element tensor: the floor of any GPU call.
-A round's calls end with a device synchronization, inside the time. Medians (and quartiles) of
+A round's calls end with a device synchronization, inside the time. Column `config` names the
+configuration the selector chose (the same for every impl of ours). Medians (and quartiles) of
 per-call microseconds over the rounds go to bench/dispatch.csv (bench/dispatch_gpu.csv on CUDA).
 
     PYTHONPATH=. .venv/bin/python scripts/bench_dispatch.py [--rounds 15] [--calls 300] [--device cuda]
@@ -40,7 +43,7 @@ from dgl_ugraph.core.abstraction import OpInfo  # noqa: E402
 from dgl_ugraph.selection import policy  # noqa: E402
 from dgl_ugraph.dgl.cache import entry_for  # noqa: E402
 
-COLUMNS = ["machine", "torch", "dgl", "threads", "op", "F", "impl", "us_median", "us_p25", "us_p75"]
+COLUMNS = ["machine", "torch", "dgl", "threads", "op", "F", "config", "impl", "us_median", "us_p25", "us_p75"]
 
 
 def operators(g, f: int, gen: torch.Generator):
@@ -110,9 +113,11 @@ def main():
     for f in (int(w) for w in args.widths.split(",")):
         for name, (call, op) in operators(g, f, gen).items():
             prepared = policy.prepare(ugraph, op)
+            config = str(policy.choose(ugraph, prepared.signature)) if cuda else ""
             impls = {"dgl": lambda: call(own, gidx), "ugraph": lambda: call(ours, gidx), "kernel": prepared.run}
             if cuda:
                 impls["ugrapher"] = lambda: policy.ugrapher(ugraph, op)
+                impls["plan"] = (lambda plan_: lambda: plan_.run(op.A, op.B))(policy.plan(ugraph, op))
                 impls.update(gpu_baselines(g, name, op))
             for fn in impls.values():  # warm-up: the decision, the graph cache, allocator pools
                 per_call_us(fn, 20, sync)
@@ -125,11 +130,12 @@ def main():
             for impl, xs in samples.items():
                 q = statistics.quantiles(xs, n=4)
                 rows.append(dict(machine=machine, torch=torch.__version__,
-                                 dgl=dgl.__version__, threads=torch.get_num_threads(), op=name, F=f, impl=impl,
+                                 dgl=dgl.__version__, threads=torch.get_num_threads(), op=name, F=f,
+                                 config=config, impl=impl,
                                  us_median=round(statistics.median(xs), 2), us_p25=round(q[0], 2),
                                  us_p75=round(q[2], 2)))
             line = " ".join(f"{r['impl']}={r['us_median']:.1f}" for r in rows[-len(samples):])
-            print(f"{name:12} F={f:<3} us per call: {line}", flush=True)
+            print(f"{name:12} F={f:<3} {config} us per call: {line}", flush=True)
     with open(out_path, "w", newline="") as fh:
         w = csv.DictWriter(fh, COLUMNS)
         w.writeheader()
