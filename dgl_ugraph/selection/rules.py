@@ -30,8 +30,11 @@ def heuristic(sig: Signature, stats: DegreeStats, allowed: List[str]) -> Paralle
       among all resident teams, so warp_edge (a fixed run of positions per team: 16 for teams
       of up to 4 lanes or shares under 64 edges, else 64) wins once the longest row exceeds
       `_SKEW` times a team's share of the edges (4 for sums; 10 for max/min, whose warp_edge
-      pays packed-key atomics and a decoding pass). Message creation takes warp_edge, 16 positions per team. Tiles: one per
-      slab of 32 lanes x 16 bytes, so a wide row spreads over as many teams.
+      pays packed-key atomics and a decoding pass). Message creation takes warp_edge, 2 positions
+      per team: 0.80 of the best configuration (geomean over the 972 message-creation cases of the
+      H100 collection, data/predictor/h100-eabf9e8), where 16 positions gave 0.51 and left small
+      graphs kernel-bound (u_add_v on a cora-sized graph: 25 us against 8). Tiles: one per slab of
+      32 lanes x 16 bytes, so a wide row spreads over as many teams.
     - A dot keeps the rule read off the H100 grid searches of the first kernels
       (bench/kernels*_search*.csv.gz): one thread per 4 edges and 8-32 tiles, or, over 32 or more
       products, a warp per 16 edges whose lanes split the products."""
@@ -48,7 +51,7 @@ def heuristic(sig: Signature, stats: DegreeStats, allowed: List[str]) -> Paralle
         return ParallelInfo(strategy, grouping, max(1, min(tiling, 64)))
     if sig.gather_op == "none":
         order = ["warp_edge", "warp_vertex", "thread_edge", "thread_vertex"]
-        return ParallelInfo(next(s for s in order if s in allowed), 16, slabs)
+        return ParallelInfo(next(s for s in order if s in allowed), 2, slabs)
     lanes = team_lanes(sig)
     resident_teams = RESIDENT_WARPS * (32 // lanes) / slabs
     share = stats.edges / resident_teams
