@@ -8,7 +8,9 @@ import json
 import math
 import pathlib
 import sys
+import types
 import warnings
+from collections import Counter
 
 import numpy as np
 import pytest
@@ -773,13 +775,68 @@ def test_collect_train_export_evaluate(tmp_path):
     assert (tmp_path / "bench" / "predictor_fig12.png").stat().st_size > 10_000
     assert "Acceptance" in (tmp_path / "bench" / "predictor.md").read_text()
 
+    # The shipped recipe: every graph in training, none held back; then cross-validation by graph
+    # evaluates every case with a model that never saw its graph.
+    assert _script("train_predictor").main(["--data", str(tmp_path / "data"), "--out", str(tmp_path / "all"),
+                                            "--trees", "40", "--include-holdout", "--val-fraction", "0"]) == 0
+    manifest = predictor.Predictor.from_files(tmp_path / "all" / "sm90.json").manifest
+    assert manifest["training_data"]["graphs"] == 6 and manifest["training_data"]["validation_cases"] == 0
+    assert _script("eval_predictor").main(["--data", str(tmp_path / "data"), "--model", str(tmp_path / "all" / "sm90.json"),
+                                           "--out-dir", str(tmp_path / "cv"), "--cv", "3"]) == 0
+    with open(tmp_path / "cv" / "predictor.csv") as fh:
+        rows = list(_csv.DictReader(fh))
+    assert {r["graph"] for r in rows} == {s.name for s in specs}
+    assert all(float(r["predicted_ms"]) >= float(r["oracle_ms"]) for r in rows)
+    assert "3-fold cross-validation by graph" in (tmp_path / "cv" / "predictor.md").read_text()
+
+
+def _fake_case(graph: str, i: int) -> training.Case:
+    return training.Case({"graph": graph, "case_id": f"{graph}-{i}"}, [], np.ones(1))
+
+
+def test_folds_deal_whole_graphs_evenly_and_stably():
+    cases = [_fake_case(f"g{g}", i) for g in range(11) for i in range(1 + g % 3)]
+    fold = training.fold_of_graph(cases, 4)
+    assert set(fold) == {f"g{g}" for g in range(11)}
+    sizes = Counter(fold.values())
+    assert set(sizes) == {0, 1, 2, 3} and max(sizes.values()) - min(sizes.values()) <= 1
+    assert training.fold_of_graph(list(reversed(cases)), 4) == fold
+
+
+def test_cross_validation_never_trains_on_the_graph_it_decides(monkeypatch):
+    """Each fold's model is trained on the other folds' graphs alone, and decides every case of its
+    own fold once."""
+    cases = [_fake_case(f"g{g}", i) for g in range(6) for i in range(2)]
+    fold = training.fold_of_graph(cases, 3)
+    trained_on = []
+
+    def fake_train(train_cases, num_trees, val_fraction, params, log):
+        assert val_fraction == 0.0
+        trained_on.append({training.graph_group(c) for c in train_cases})
+        return types.SimpleNamespace(booster=types.SimpleNamespace(predict=None))
+
+    decided = []
+
+    def fake_pick(case, predict, higher_is_better):
+        graphs = trained_on[-1]
+        assert training.graph_group(case) not in graphs and len(graphs) == 4
+        decided.append(case.row["case_id"])
+        return ParallelInfo("warp_edge", 1, 1), ParallelInfo("warp_edge", 1, 1)
+
+    monkeypatch.setattr(training, "train", fake_train)
+    monkeypatch.setattr(training, "ranked_pick", fake_pick)
+    out = training.cross_validate(cases, 3, log=lambda _: None)
+    assert sorted(decided) == sorted(c.row["case_id"] for c in cases) and set(out) == {id(c) for c in cases}
+    assert [sorted(g) for g in trained_on] == [sorted(g for g in fold if fold[g] != k) for k in range(3)]
+    with pytest.raises(ValueError):
+        training.cross_validate(cases[:2], 3)
+
 
 @pytest.mark.skipif(_ext._C is None, reason="needs the compiled core (its Params)")
 def test_cuda_runner_glue_on_a_mock_device(monkeypatch):
     """CudaRunner and measure_on_gpu against a stand-in for the core's CUDA entry points (a timing
     loop whose runs cost a known time): the Python glue the GPU run depends on, including a batch
     that starves, one whose configuration fails to queue, and a lost context."""
-    import types
     real = _ext.core()
     batches = []
     behaviour = {"starve_once": True, "fail_strategy": None, "lose": False}

@@ -121,20 +121,21 @@ def decision_quality(cases: Sequence[Case], choose: Callable[[Case], ParallelInf
             "unmeasured_choice": int((r == 0).sum())}
 
 
+def ranked_pick(case: Case, model_predict: Callable[[np.ndarray], np.ndarray],
+                higher_is_better: bool = False) -> Tuple[ParallelInfo, ParallelInfo]:
+    """A raw scoring function's top configuration over the case's whole space, and its best-ranked
+    one among those the case measured (the same unless the top was refused or not timed)."""
+    info, sig, dev = case.info()
+    configs, x = predictor.feature_matrix(info, sig, dev, case.allowed())
+    order = np.argsort((-1.0 if higher_is_better else 1.0) * model_predict(x), kind="stable")
+    measured = set(case.configs)
+    top = configs[int(order[0])]
+    return top, next((configs[i] for i in order if configs[i] in measured), top)
+
+
 def predictor_choice(model_predict: Callable[[np.ndarray], np.ndarray], higher_is_better: bool = False):
     """A chooser over the measured configurations of a case for a raw scoring function."""
-    sign = -1.0 if higher_is_better else 1.0
-
-    def choose(case: Case) -> ParallelInfo:
-        info, sig, dev = case.info()
-        configs, x = predictor.feature_matrix(info, sig, dev, case.allowed())
-        cost = sign * model_predict(x)
-        measured = set(case.configs)
-        for i in np.argsort(cost, kind="stable"):
-            if configs[i] in measured:
-                return configs[i]
-        return configs[int(np.argmin(cost))]
-    return choose
+    return lambda case: ranked_pick(case, model_predict, higher_is_better)[1]
 
 
 @dataclass
@@ -175,8 +176,9 @@ def train(cases: Sequence[Case], num_trees: int = 200, val_fraction: float = 0.2
           log: Callable[[str], None] = print) -> TrainResult:
     """LightGBM on the cases' configurations (ranked per case, or regressed on log(time / best)),
     grouped by graph: a seeded fraction of the training graphs is held back to report the decision
-    quality the manifest records. The number of rounds is fixed (chosen by cross-validation, see
-    DEFAULT_PARAMS): early stopping on a handful of validation graphs stopped at noise."""
+    quality the manifest records (none with val_fraction=0: cross_validate measures that model). The
+    number of rounds is fixed (chosen by cross-validation, see DEFAULT_PARAMS): early stopping on a
+    handful of validation graphs stopped at noise."""
     import lightgbm as lgb
     params = {**DEFAULT_PARAMS, **(params or {})}
     ranking = is_ranking(params)
@@ -184,7 +186,7 @@ def train(cases: Sequence[Case], num_trees: int = 200, val_fraction: float = 0.2
         params = {k: v for k, v in params.items() if not k.startswith(("lambdarank", "label_gain"))}
     graphs = sorted({graph_group(c) for c in cases})
     val_graphs = {g for g in graphs if stable_hash("val:" + g) % 100 < val_fraction * 100} if len(graphs) > 1 else set()
-    if len(graphs) > 1 and not val_graphs:
+    if val_fraction > 0 and len(graphs) > 1 and not val_graphs:
         val_graphs = {graphs[0]}
     xs, ys, sizes = [], [], []
     tr_cases, va_cases = [], []
@@ -207,6 +209,38 @@ def train(cases: Sequence[Case], num_trees: int = 200, val_fraction: float = 0.2
     log(f"trained {booster.num_trees()} trees on {len(tr_cases)} cases ({len(yt)} rows) of "
         f"{len(graphs) - len(val_graphs)} graphs; validation on {len(va_cases)} cases of {len(val_graphs)} graphs: {quality}")
     return TrainResult(booster, params, quality, len(tr_cases), len(va_cases), int(len(yt)), graphs)
+
+
+def fold_of_graph(cases: Sequence[Case], folds: int) -> Dict[str, int]:
+    """Graphs dealt round-robin into `folds` groups in the order of a stable hash of their names:
+    equal numbers of graphs per fold, the same split on every machine."""
+    graphs = sorted({graph_group(c) for c in cases}, key=lambda g: (stable_hash("fold:" + g), g))
+    return {g: i % folds for i, g in enumerate(graphs)}
+
+
+def cross_validate(cases: Sequence[Case], folds: int = 5, num_trees: int = 200, params: Optional[dict] = None,
+                   log: Callable[[str], None] = print) -> Dict[int, Tuple[ParallelInfo, ParallelInfo]]:
+    """Every case decided by a model that never saw its graph: one model per fold of graphs,
+    trained on the other folds. Returns, per id(case), the model's top configuration over the
+    whole space and its best-ranked measured one (they differ where the top was refused or not
+    timed)."""
+    if folds < 2:
+        raise ValueError("cross-validation needs at least 2 folds")
+    fold = fold_of_graph(cases, folds)
+    if len(set(fold.values())) < 2:
+        raise ValueError(f"cross-validation needs graphs in at least 2 folds, got {len(fold)} graph(s)")
+    ranking = is_ranking({**DEFAULT_PARAMS, **(params or {})})
+    out: Dict[int, Tuple[ParallelInfo, ParallelInfo]] = {}
+    for k in range(folds):
+        test = [c for c in cases if fold[graph_group(c)] == k]
+        if not test:
+            continue
+        result = train([c for c in cases if fold[graph_group(c)] != k], num_trees=num_trees, val_fraction=0.0,
+                       params=params, log=log)
+        for c in test:
+            out[id(c)] = ranked_pick(c, result.booster.predict, ranking)
+        log(f"fold {k + 1}/{folds}: {len(test)} cases of {sum(1 for g in fold if fold[g] == k)} graphs decided")
+    return out
 
 
 # What predictor.Forest reads of a node; LightGBM's counts, gains and weights are dropped on export

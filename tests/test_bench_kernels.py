@@ -1,0 +1,43 @@
+"""The pieces of scripts/bench_kernels.py that run without a GPU: which configurations are timed
+again after the search, and the grid's tiling limits."""
+import os
+import sys
+
+import torch
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(REPO, "scripts"))
+
+import bench_kernels as bk  # noqa: E402
+from dgl_ugraph.core.abstraction import OpInfo, ParallelInfo  # noqa: E402
+from dgl_ugraph.core.graph import UGraph  # noqa: E402
+
+
+def P(s):
+    return ParallelInfo.parse(s)
+
+
+def test_finalists_are_the_best_each_strategys_best_and_the_choice_once():
+    searched = {P("warp_edge:4:1"): 0.010, P("warp_edge:8:2"): 0.012, P("thread_edge:1:4"): 0.011,
+                P("warp_vertex:1:1"): 0.030, P("warp_vertex:4:1"): 0.020}
+    assert bk.finalists(searched, P("warp_edge:8:2")) == [
+        P("warp_edge:4:1"), P("thread_edge:1:4"), P("warp_vertex:4:1"), P("warp_edge:8:2")]
+    # the choice is the best: timed once, not twice
+    assert bk.finalists(searched, P("warp_edge:4:1")) == [P("warp_edge:4:1"), P("thread_edge:1:4"), P("warp_vertex:4:1")]
+
+
+def test_grid_stops_tiling_where_a_worker_would_own_nothing(monkeypatch):
+    """F=16 float32: a thread tiles up to 16 elements; a warp team owns 32 lanes x 16 bytes, so one
+    tile; a dot's warp a 32-element chunk."""
+    monkeypatch.setattr(bk, "why_not", lambda *a: None)
+    src, dst = torch.tensor([0, 1, 2, 2]), torch.tensor([1, 2, 0, 1])
+    graph = UGraph.from_coo(src, dst, 3, 3, torch.int32)
+    x = torch.rand(3, 16)
+    grid = ((1, 4), (1, 2, 16, 32))
+    configs = bk.grid_configs(OpInfo("copy_lhs", "sum", x, "src", None, "null", "dst"), graph, grid)
+    tilings = {s: sorted({c.tiling for c in configs if c.strategy == s}) for s in ("thread_edge", "warp_edge")}
+    assert tilings == {"thread_edge": [1, 2, 16], "warp_edge": [1]}
+    assert len(configs) == 2 * (3 + 3 + 1 + 1)
+    dot = bk.grid_configs(OpInfo("dot", "none", x, "src", x, "dst", "edge"), graph, grid, ["warp_edge"])
+    assert {c.tiling for c in dot} == {1}
+
