@@ -150,3 +150,15 @@ def train(model, g, feat, labels, train_mask, val_mask, test_mask, args):
     print(f"Test Acc {accuracy(logits, labels, test_mask):.4f} | mean training-step time {sum(steady) / len(steady):.4f} s"
           + (f" (after {warmup} warm-up epochs)" if warmup else ""))
     return accuracy(logits, labels, test_mask)
+
+
+def run(name, args, make_model, prepare_graph=None):
+    """Loads the graph args name, builds make_model(in_size, classes) on its device (after
+    prepare_graph(graph), if given), says what it runs on and trains it."""
+    g, feat, labels, train_mask, val_mask, test_mask, classes = load(args)
+    if prepare_graph is not None:
+        g = prepare_graph(g)
+    model = make_model(feat.shape[1], classes).to(feat.device)
+    print(f"{name} on {'synthetic' if args.synthetic else args.dataset}: {g.num_nodes()} nodes, {g.num_edges()} edges, "
+          f"{feat.shape[1]} features, {classes} classes, {feat.device}")
+    return train(model, g, feat, labels, train_mask, val_mask, test_mask, args)

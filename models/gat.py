@@ -9,7 +9,7 @@ import torch.nn.functional as F
 import dgl
 import dgl.nn as dglnn
 
-from data import arg_parser, load, train
+from data import arg_parser, run
 
 
 class GAT(nn.Module):
@@ -39,12 +39,7 @@ def main():
     parser.add_argument("--heads", type=int, default=8)
     parser.set_defaults(lr=5e-3)
     args = parser.parse_args()
-    g, feat, labels, train_mask, val_mask, test_mask, classes = load(args)
-    g = prepare_graph(g)
-    model = GAT(feat.shape[1], args.hidden, classes, heads=(args.heads, 1)).to(feat.device)
-    print(f"GAT on {'synthetic' if args.synthetic else args.dataset}: {g.num_nodes()} nodes, {g.num_edges()} edges, "
-          f"{feat.shape[1]} features, {classes} classes, {feat.device}")
-    train(model, g, feat, labels, train_mask, val_mask, test_mask, args)
+    run("GAT", args, lambda in_size, classes: GAT(in_size, args.hidden, classes, heads=(args.heads, 1)), prepare_graph)
 
 
 if __name__ == "__main__":

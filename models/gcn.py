@@ -9,7 +9,7 @@ import torch.nn.functional as F
 import dgl
 import dgl.nn as dglnn
 
-from data import arg_parser, load, train
+from data import arg_parser, run
 
 
 class GCN(nn.Module):
@@ -39,12 +39,7 @@ def main():
     parser = arg_parser("GCN node classification")
     parser.add_argument("--hidden", type=int, default=16)
     args = parser.parse_args()
-    g, feat, labels, train_mask, val_mask, test_mask, classes = load(args)
-    g = prepare_graph(g)
-    model = GCN(feat.shape[1], args.hidden, classes).to(feat.device)
-    print(f"GCN on {'synthetic' if args.synthetic else args.dataset}: {g.num_nodes()} nodes, {g.num_edges()} edges, "
-          f"{feat.shape[1]} features, {classes} classes, {feat.device}")
-    train(model, g, feat, labels, train_mask, val_mask, test_mask, args)
+    run("GCN", args, lambda in_size, classes: GCN(in_size, args.hidden, classes), prepare_graph)
 
 
 if __name__ == "__main__":

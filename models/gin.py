@@ -9,7 +9,7 @@ import torch.nn.functional as F
 
 import dgl.nn as dglnn
 
-from data import arg_parser, load, train
+from data import arg_parser, run
 
 
 class MLP(nn.Module):
@@ -46,11 +46,7 @@ def main():
     parser.add_argument("--hidden", type=int, default=64)
     parser.add_argument("--aggregator", choices=("sum", "max", "mean"), default="sum")
     args = parser.parse_args()
-    g, feat, labels, train_mask, val_mask, test_mask, classes = load(args)
-    model = GIN(feat.shape[1], args.hidden, classes, args.aggregator).to(feat.device)
-    print(f"GIN-{args.aggregator} on {'synthetic' if args.synthetic else args.dataset}: {g.num_nodes()} nodes, "
-          f"{g.num_edges()} edges, {feat.shape[1]} features, {classes} classes, {feat.device}")
-    train(model, g, feat, labels, train_mask, val_mask, test_mask, args)
+    run(f"GIN-{args.aggregator}", args, lambda in_size, classes: GIN(in_size, args.hidden, classes, args.aggregator))
 
 
 if __name__ == "__main__":

@@ -240,8 +240,8 @@ def main(argv=None) -> int:
     ref = min(widths, key=lambda f: abs(f - args.ref_width)) if widths else args.ref_width
     trained = model.manifest.get("training_data", {})
     how = (f"{scope}: each of the {len(rows)} cases decided by a model trained without its graph, as "
-           f"`{model_path.name}` is trained ({model.forest.num_trees} trees) on all {trained.get('cases', '?')} cases of "
-           f"{trained.get('graphs', '?')} graphs" if args.cv else
+           f"`{model_path.name}` is trained ({model.forest.num_trees} trees; it saw {trained.get('cases', '?')} cases of "
+           f"{trained.get('graphs', '?')} graphs)" if args.cv else
            f"{scope} ({model.forest.num_trees} trees, trained on {trained.get('cases', '?')} cases); {len(rows)} "
            f"held-out cases")
     lines = [f"# Strategy predictor on graphs it never saw ({', '.join(devices)})", "",
