@@ -8,6 +8,9 @@ backward pass; patching dgl._sparse_ops would change nothing. (On CPU, EdgeSoftm
 kernels of DGL's, `_edge_softmax_forward/_backward`; they are replaced by dgl_ugraph's fused CPU
 kernel.)
 
+The same switch serves DGLGraph's all-node in/out-degrees from the graph cache (`degrees`),
+which GraphConv asks for in every forward pass.
+
 Each replacement asks `recognition` how the call runs, then runs it on dgl_ugraph's kernel (the
 decision's `core.ops.Plan`) or on DGL's own function. Heterograph calls (several edge types)
 always go to DGL and are only counted.
@@ -23,7 +26,7 @@ import warnings
 import torch
 
 from dgl_ugraph.core.ops import Plan, edge_softmax
-from dgl_ugraph.dgl import patterns
+from dgl_ugraph.dgl import degrees, patterns
 from dgl_ugraph.dgl.recognition import Decision, after_failure, decision_for, make_op_info, meta
 from dgl_ugraph.dgl.stats import DGL, record, set_enabled
 
@@ -101,6 +104,7 @@ def enable():
                 _dgl[name] = current
         for name in present:
             setattr(sparse, name, _REPLACEMENTS[name])
+        degrees.enable()
         _enabled = True
         set_enabled(True)
 
@@ -119,6 +123,7 @@ def disable():
             else:
                 warnings.warn(f"dgl.backend.pytorch.sparse.{name} was replaced again after dgl_ugraph; "
                               "leaving that replacement in place", RuntimeWarning, stacklevel=2)
+        degrees.disable()
         _enabled = False
         set_enabled(False)
 
