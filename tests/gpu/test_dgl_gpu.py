@@ -350,3 +350,20 @@ def test_graph_cache_across_forward_and_backward_on_cuda(builds):
     assert torch.equal(forward.reverse.ugraph.indptr, indptr) and torch.equal(forward.reverse.ugraph.col, indices)
     assert pattern("gspmm:copy_lhs:sum:u:*")["fallback"] == 0
     cache.clear()
+
+
+@pytest.mark.parametrize("idtype", [torch.int32, torch.int64])
+def test_degrees_on_cuda_equal_dgls(idtype):
+    """DGLGraph's all-node degrees served from the cache on a CUDA graph: DGL's values, dtype and
+    device, a new tensor per call."""
+    gen = torch.Generator().manual_seed(11)
+    src, dst = torch.randint(0, 500, (4000,), generator=gen), torch.randint(0, 480, (4000,), generator=gen)
+    g = dgl.add_nodes(dgl.graph((src, dst), num_nodes=500, idtype=idtype), 20).to("cuda")
+    for name in ("in_degrees", "out_degrees"):
+        ours = getattr(g, name)()
+        with dgl_ugraph.disabled():
+            theirs = getattr(g, name)()
+        assert ours.device == theirs.device and ours.dtype == theirs.dtype == idtype
+        assert torch.equal(ours, theirs)
+        ours.zero_()
+        assert torch.equal(getattr(g, name)(), theirs)
