@@ -107,17 +107,7 @@ def replay_ms(fn, reps: int = 10, target_ms: float = 1.0, max_calls: int = 64):
         print(f"  capture failed ({type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}); "
               "timed with per-call events", flush=True)
         return time_ms(fn, reps, 0), "events"
-    graph.replay()
-    starts = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
-    ends = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
-    for s, e in zip(starts, ends):
-        s.record()
-        graph.replay()
-        e.record()
-    torch.cuda.synchronize()
-    ms = statistics.median(s.elapsed_time(e) for s, e in zip(starts, ends)) / calls
-    del graph
-    return ms, "graph_replay"
+    return time_ms(graph.replay, reps, 1) / calls, "graph_replay"
 
 
 def copy_bandwidth_gbps() -> float:
@@ -221,16 +211,15 @@ def grid_configs(op: OpInfo, graph: UGraph, grid, strategies=STRATEGIES) -> list
     return out
 
 
+def best_per_strategy(times: dict) -> dict:
+    """{strategy: its fastest configuration in `times` ({config: ms})}, in STRATEGIES order."""
+    return {s: min(mine, key=times.get) for s in STRATEGIES for mine in [[c for c in times if c.strategy == s]] if mine}
+
+
 def finalists(searched: dict, chosen: ParallelInfo) -> list:
     """What is timed again after the search: the best configuration, each strategy's best and the
     selector's choice, once each."""
-    picks = [min(searched, key=searched.get)]
-    for strategy in STRATEGIES:
-        mine = [c for c in searched if c.strategy == strategy]
-        if mine:
-            picks.append(min(mine, key=searched.get))
-    picks.append(chosen)
-    return list(dict.fromkeys(picks))
+    return list(dict.fromkeys([min(searched, key=searched.get), *best_per_strategy(searched).values(), chosen]))
 
 
 def search(op: OpInfo, graph: UGraph, grid, strategies, chosen: ParallelInfo):
@@ -279,11 +268,8 @@ def bench_case(graph, gname, name, f, dtype, gen, grid, args, device, copy_gbps)
     search_rows = [dict(base, impl=c.strategy, config=str(c), ms=round(ms, 5), timing="core_loop")
                    for c, ms in searched.items()]
     case = []
-    for strategy in STRATEGIES:
-        mine = [c for c in final if c.strategy == strategy]
-        if mine:
-            c = min(mine, key=final.get)
-            case.append(dict(base, impl=f"ugraph_{strategy}", config=str(c), ms=round(final[c], 5), timing="core_loop"))
+    for strategy, c in best_per_strategy(final).items():
+        case.append(dict(base, impl=f"ugraph_{strategy}", config=str(c), ms=round(final[c], 5), timing="core_loop"))
     best = min(final, key=final.get)
     case.append(dict(base, impl="ugraph_best", config=str(best), ms=round(final[best], 5), timing="core_loop"))
     if chosen in final:
