@@ -27,11 +27,10 @@ _SIGNATURES = {"in_degrees": ("self", "v", "etype"), "out_degrees": ("self", "u"
 _dgl = {}  # DGL's own methods, captured by enable()
 
 
-def _all_nodes(arg) -> bool:
-    return arg.__class__ is str and arg == "__ALL__"  # dgl.base.ALL, DGL's default
-
-
-def _degrees(graph, out: bool) -> Optional[torch.Tensor]:
+def _degrees(graph, nodes, etype, out: bool) -> Optional[torch.Tensor]:
+    """All of the graph's in- (out-) degrees from the cache, or None where DGL answers the call."""
+    if etype is not None or nodes.__class__ is not str or nodes != "__ALL__":  # dgl.base.ALL, DGL's default
+        return None
     entry = cache.entry_for(graph._graph)
     if entry.__class__ is not cache.GraphEntry:
         return None
@@ -46,19 +45,13 @@ def _degrees(graph, out: bool) -> Optional[torch.Tensor]:
 
 
 def _in_degrees(self, v="__ALL__", etype=None):
-    if etype is None and _all_nodes(v):
-        deg = _degrees(self, False)
-        if deg is not None:
-            return deg
-    return _dgl["in_degrees"](self, v, etype)
+    deg = _degrees(self, v, etype, False)
+    return deg if deg is not None else _dgl["in_degrees"](self, v, etype)
 
 
 def _out_degrees(self, u="__ALL__", etype=None):
-    if etype is None and _all_nodes(u):
-        deg = _degrees(self, True)
-        if deg is not None:
-            return deg
-    return _dgl["out_degrees"](self, u, etype)
+    deg = _degrees(self, u, etype, True)
+    return deg if deg is not None else _dgl["out_degrees"](self, u, etype)
 
 
 _REPLACEMENTS = {"in_degrees": _in_degrees, "out_degrees": _out_degrees}
