@@ -1,11 +1,15 @@
 // Aggregation in the edge strategies (thread_edge, warp_edge), where several workers may share
 // an output row. A worker folds each run of consecutive positions of one row into a private
-// accumulator and flushes it once into a target that all workers share:
+// accumulator. A run that holds its whole row (the row lies in one unit of `group` positions) has
+// no one to race with: it stores C, and for max/min the args, directly. Every other run is
+// flushed once into a target that all workers share:
 //   sum, f32/f64 : C itself, cleared first, atomicAdd;
 //   sum, f16/bf16: a float workspace, cleared first, atomicAdd, then rounded into C;
 //   max/min      : a workspace of packed keys (common.cuh), cleared first, atomicMax, then
 //                  decoded into C, arg_a and arg_b.
-// A run that covers its whole row has no one to race with and stores instead of an atomic.
+// The finishing pass of a workspace visits only the rows that were split over units (and the
+// empty rows, which no worker visits), so on a graph whose rows mostly fit a unit the workspace
+// costs little beyond its clearing.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -29,32 +33,29 @@ struct EdgeSink {
   void* target;  // C, the float workspace or the keys, as above
 
   // Folds the aggregate of one run into output element i. win is the winning position (max/min;
-  // -1 when no message beat the reduce zero); whole says the run is its row's only run.
-  __device__ __forceinline__ void flush(int64_t i, Acc acc, int64_t win, bool whole) const {
-    if constexpr (kPacked) {
-      if (win < 0) return;
-      auto* keys = static_cast<unsigned long long*>(target);
-      const unsigned long long key = pack_key<Reduce::is_min>(acc, win);
-      if (whole) {
-        keys[i] = key;
+  // -1 when no message beat the reduce zero, and acc is then that zero); whole says the run is
+  // its row's only run.
+  template <typename IdType>
+  __device__ __forceinline__ void flush(const OpArgs<DType, IdType>& x, int64_t i, Acc acc, int64_t win,
+                                        bool whole) const {
+    if (whole) {
+      if constexpr (kPacked) {
+        x.store(i, acc, win >= 0 && x.arg_a ? x.a_rows.at(win) : 0, win >= 0 && x.arg_b ? x.b_rows.at(win) : 0);
       } else {
-        atomicMax(keys + i, key);
+        x.c[i] = from_acc<DType>(acc);
       }
+    } else if constexpr (kPacked) {
+      if (win >= 0) atomicMax(static_cast<unsigned long long*>(target) + i, pack_key<Reduce::is_min>(acc, win));
     } else {
-      auto* out = static_cast<Acc*>(target);
-      if (whole) {
-        out[i] = acc;
-      } else {
-        atomicAdd(out + i, acc);
-      }
+      atomicAdd(static_cast<Acc*>(target) + i, acc);
     }
   }
 
-  // The sums of kVec consecutive elements from i on (i a multiple of kVec, the target's rows
-  // aligned: see team::with_vector_width) as 16-byte vector atomics where the GPU has them
-  // (float4, sm_90 on), a quarter of the atomic operations of one per element.
+  // The sums of a partial run over kVec consecutive elements from i on (i a multiple of kVec,
+  // the target's rows aligned: see team::with_vector_width), as 16-byte vector atomics where the
+  // GPU has them (float4, sm_90 on), a quarter of the atomic operations of one per element.
   template <int kVec>
-  __device__ __forceinline__ void flush_sum(int64_t i, const Acc (&acc)[kVec], bool whole) const {
+  __device__ __forceinline__ void flush_partial_sum(int64_t i, const Acc (&acc)[kVec]) const {
     static_assert(!kPacked, "max/min flush through packed keys");
     // The float4 overload exists only where the GPU has it: the guard keeps the call out of the
     // other architectures' compilation altogether (a discarded branch is still parsed).
@@ -63,36 +64,52 @@ struct EdgeSink {
 #else
     constexpr bool kVector = false;
 #endif
+    auto* out = static_cast<Acc*>(target) + i;
     if constexpr (kVector) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-      auto* out = static_cast<float*>(target) + i;
 #pragma unroll
       for (int k = 0; k < kVec; k += 4) {
-        const float4 v = make_float4(acc[k], acc[k + 1], acc[k + 2], acc[k + 3]);
-        if (whole) {
-          *reinterpret_cast<float4*>(out + k) = v;
-        } else {
-          atomicAdd(reinterpret_cast<float4*>(out + k), v);
-        }
+        atomicAdd(reinterpret_cast<float4*>(out + k), make_float4(acc[k], acc[k + 1], acc[k + 2], acc[k + 3]));
       }
 #endif
     } else {
 #pragma unroll
-      for (int k = 0; k < kVec; ++k) flush(i + k, acc[k], -1, whole);
+      for (int k = 0; k < kVec; ++k) atomicAdd(out + k, acc[k]);
     }
   }
 };
 
-template <typename DType>
+// Whether the row of output element i was split over units of `group` positions, so that its
+// value is in the workspace; an empty row (*empty) was visited by no worker at all. The
+// divisions run in 32 bits where the operands fit (a 64-bit division is a slow subroutine).
+template <typename IdType>
+__device__ __forceinline__ bool row_split(const Topology<IdType>& g, int64_t i, int64_t out_len, int64_t group,
+                                          bool* empty) {
+  auto div = [](int64_t a, int64_t b) -> int64_t {
+    return (a >> 31) == 0 ? int64_t(uint32_t(a) / uint32_t(b)) : a / b;
+  };
+  const int64_t v = div(i, out_len);
+  const int64_t b = g.begin(v), e = g.end(v);
+  *empty = b == e;
+  return b < e && div(b, group) != div(e - 1, group);
+}
+
+template <typename DType, typename IdType>
 __global__ void __launch_bounds__(kBlock, kMinBlocks)
-    round_staged_sum(const float* __restrict__ staged, DType* __restrict__ c, int64_t n) {
-  for (int64_t i = global_thread(); i < n; i += thread_count()) c[i] = from_acc<DType>(staged[i]);
+    round_staged_sum(const float* __restrict__ staged, const OpArgs<DType, IdType> x, int64_t n, int64_t group) {
+  for (int64_t i = global_thread(); i < n; i += thread_count()) {
+    bool empty;
+    if (row_split(x.graph, i, x.out_len, group, &empty) || empty) x.c[i] = from_acc<DType>(staged[i]);
+  }
 }
 
 template <typename Reduce, typename DType, typename IdType>
 __global__ void __launch_bounds__(kBlock, kMinBlocks)
-    decode_packed(const unsigned long long* __restrict__ keys, const OpArgs<DType, IdType> x, int64_t n) {
+    decode_packed(const unsigned long long* __restrict__ keys, const OpArgs<DType, IdType> x, int64_t n,
+                  int64_t group) {
   for (int64_t i = global_thread(); i < n; i += thread_count()) {
+    bool empty;
+    if (!row_split(x.graph, i, x.out_len, group, &empty) && !empty) continue;
     const unsigned long long key = keys[i];
     if (key == 0) {
       x.store(i, Reduce::zero(), 0, 0);
@@ -104,8 +121,9 @@ __global__ void __launch_bounds__(kBlock, kMinBlocks)
   }
 }
 
-// Clears the target, runs launch(sink) (the strategy's aggregation kernel) when there are
-// edges, and finishes C. Every element of C (and of the args) is written, also where E = 0.
+// Clears the target, runs launch(sink) (the strategy's aggregation kernel, over units of
+// p.grouping positions) when there are edges, and finishes C. Every element of C (and of the
+// args) is written, also where E = 0.
 template <typename Reduce, typename DType, typename IdType, typename Launch>
 cudaError_t run_edge_aggregation(const UgParams& p, const OpArgs<DType, IdType>& x, cudaStream_t stream,
                                  Launch&& launch) {
@@ -123,10 +141,11 @@ cudaError_t run_edge_aggregation(const UgParams& p, const OpArgs<DType, IdType>&
     }
     if constexpr (Sink::kPacked) {
       decode_packed<Reduce><<<grid_for(n), kBlock, 0, stream>>>(static_cast<const unsigned long long*>(sink.target),
-                                                                 x, n);
+                                                                 x, n, p.grouping);
       UG_CUDA_TRY(cudaGetLastError());
     } else if constexpr (Sink::kStaged) {
-      round_staged_sum<<<grid_for(n), kBlock, 0, stream>>>(static_cast<const float*>(sink.target), x.c, n);
+      round_staged_sum<<<grid_for(n), kBlock, 0, stream>>>(static_cast<const float*>(sink.target), x, n,
+                                                            p.grouping);
       UG_CUDA_TRY(cudaGetLastError());
     }
     return cudaSuccess;

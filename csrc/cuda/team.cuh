@@ -205,6 +205,16 @@ __device__ __forceinline__ void store_rows(IdType* p, const IdType (&rows)[kVec]
   }
 }
 
+// kVec winners' operand rows into arg at p, from their positions (-1, nothing won: row 0).
+template <int kVec, typename IdType>
+__device__ __forceinline__ void store_winner_rows(IdType* p, const OperandRows<IdType>& rows,
+                                                  const IdType (&win)[kVec]) {
+  IdType ids[kVec];
+#pragma unroll
+  for (int k = 0; k < kVec; ++k) ids[k] = win[k] < 0 ? IdType(-1) : static_cast<IdType>(rows.at(win[k]));
+  store_rows<kVec>(p, ids);
+}
+
 // Host side: lanes per team and slabs per row for kVec-wide lanes.
 struct Layout {
   int lanes_log2;
@@ -280,19 +290,22 @@ __global__ void __launch_bounds__(kBlock, kMinBlocks)
         f.template run<Op>(x, off, p, run_end, v);
         p = run_end;
         if (!active) continue;
-        const bool whole = row_begin >= p_begin && row_end <= p_end;
         const int64_t out = v * x.out_len + first;
-        if constexpr (!Sink::kPacked && !Sink::kStaged) {
-          if (whole) {  // C is the target: one vector store
-            store_vec<kVec>(x.c + out, f.acc);
-            continue;
+        if (row_begin >= p_begin && row_end <= p_end) {  // the run is the whole row: C directly
+          store_vec<kVec>(x.c + out, f.acc);
+          if constexpr (Sink::kPacked) {
+            // The winners' operand rows from their positions (f.acc holds the reduce zero where
+            // nothing won, and the row is then 0).
+            if (Op::use_lhs && x.arg_a) store_winner_rows<kVec>(x.arg_a + out, x.a_rows, f.win);
+            if (Op::use_rhs && x.arg_b) store_winner_rows<kVec>(x.arg_b + out, x.b_rows, f.win);
           }
+          continue;
         }
         if constexpr (Sink::kPacked) {
 #pragma unroll
-          for (int k = 0; k < kVec; ++k) sink.flush(out + k, f.acc[k], f.win[k], whole);
+          for (int k = 0; k < kVec; ++k) sink.flush(x, out + k, f.acc[k], f.win[k], false);
         } else {
-          sink.flush_sum(out, f.acc, whole);
+          sink.flush_partial_sum(out, f.acc);
         }
       }
     }

@@ -178,9 +178,11 @@ class CudaRunner:
         self.device = graph.device
         self.handle = torch.cuda.current_stream(self.device).cuda_stream
         self.gate_timeout_ms = gate_timeout_ms
+        # The runner's own workspace, grown on demand: the prepared call's belongs to its first
+        # configuration only.
         self.workspace = None
         self._retired: list = []
-        self.capacity = int(self.params.workspace_bytes)
+        self.capacity = 0
         self.starved_batches = 0
 
     def set(self, pinfo: ParallelInfo):

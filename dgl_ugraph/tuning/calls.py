@@ -55,6 +55,9 @@ CALLS: Dict[str, Call] = {
     "gat_e_div_v": Call("G", "div", "none", ("edge", "H,1"), ("dst", "H,1"), False),
     "gat_e_mul_v": Call("G", "mul", "none", ("edge", "H,1"), ("dst", "H,1"), False),
     "gat_copy_e_sum_rev": Call("rev", "copy_rhs", "sum", None, ("edge", "H,1"), False),
+    "u_dot_v": Call("G", "dot", "none", ("src", "F"), ("dst", "F"), True),
+    "u_add_v_hd": Call("G", "add", "none", ("src", "H,D"), ("dst", "H,D"), True),
+    "u_mul_v_hd": Call("G", "mul", "none", ("src", "H,D"), ("dst", "H,D"), True),
 }
 
 # (model, pass, call, how DGL 2.1 issues it): read from dgl/nn/pytorch/conv/{graphconv,ginconv,
@@ -88,6 +91,11 @@ DGL_CALLS: Tuple[Tuple[str, str, str, str], ...] = (
     ("gat", "bwd", "gat_e_mul_v", "EdgeSoftmax.backward: gsddmm(G, mul, out[E,H,1], accum[N,H,1], e, v)"),
     ("gat", "bwd", "gat_copy_e_sum_rev", "GSDDMM.backward (add) dX, lhs u: gspmm(G.reverse(), copy_rhs, sum, None, dZ[E,H,1])"),
     ("gat", "bwd", "gat_copy_e_sum", "GSDDMM.backward (add) dY, rhs v: gspmm(G, copy_rhs, sum, None, dZ[E,H,1])"),
+    # Not a layer of dgl.nn, but builtins users write themselves: edge scores of link prediction,
+    # and per-edge features from both endpoints (as EdgeConv or edge-feature GNNs build them).
+    ("link_pred", "fwd", "u_dot_v", "apply_edges(u_dot_v): _gsddmm(G, dot, h[N,F], h[N,F], u, v)"),
+    ("edge_feat", "fwd", "u_add_v_hd", "apply_edges(u_add_v): _gsddmm(G, add, x[N,H,D], y[N,H,D], u, v)"),
+    ("edge_feat", "fwd", "u_mul_v_hd", "apply_edges(u_mul_v): _gsddmm(G, mul, x[N,H,D], y[N,H,D], u, v)"),
 )
 NO_KERNEL: Tuple[Tuple[str, str, str], ...] = (
     ("sage_pool", "bwd", "GSpMM.backward for max: dX.scatter_add_(0, argX, dZ) in torch"),

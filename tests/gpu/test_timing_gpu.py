@@ -111,3 +111,17 @@ def test_time_configs_on_the_gpu_agrees_with_plain_timing():
     assert min(plain, key=plain.get) == min(timings, key=lambda c: timings[c].ms)
     for c in configs:
         assert 0.8 * plain[c] <= timings[c].ms <= 1.25 * plain[c], (c, timings[c].ms, plain[c])
+
+
+@pytest.mark.parametrize("first", ["warp_edge", "thread_edge"])
+def test_a_runner_whose_first_configuration_needs_a_workspace_times_every_strategy(first):
+    # max on an edge strategy combines through a workspace; the runner's first configuration
+    # configured the prepared call's own, which must not stand in for the runner's.
+    graph, op = _call(num_nodes=20_000, num_edges=400_000, width=16)
+    op = OpInfo("copy_lhs", "max", op.A, "src", None, "null", "dst")
+    configs = [ParallelInfo(first, 16, 1), ParallelInfo("warp_vertex", 1, 1), ParallelInfo("warp_edge", 64, 1),
+               ParallelInfo("thread_edge", 4, 4)]
+    configs = list(dict.fromkeys(configs))
+    runner = timing.CudaRunner(graph, op, configs[0])
+    timings = timing.time_configs(runner, configs, timing.TimingPolicy(cut=None, min_reps=3))
+    assert [(t.config, t.status) for t in timings] == [(c, "ok") for c in configs], [t.message for t in timings]
