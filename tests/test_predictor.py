@@ -924,3 +924,21 @@ def test_finish_meta_summarises_the_run(tmp_path):
     assert out["run_id"] == "run1" and out["cases"] == out["cases_ok"] == len(planned(small_sources()[:2]))
     assert out["audit"]["audited_cases"] > 0 and out["timings_by_status"]["ok"] > 0
     assert json.loads(meta.read_text())["cases"] == out["cases"]
+
+
+def test_a_case_collected_twice_keeps_the_latest_run_whatever_folder_holds_it(tmp_path):
+    # Runs are named by their start time; the folders by the core they measured, which says
+    # nothing of their order ("h100-1a14..." sorts before the older "h100-eabf...").
+    def run(folder, stamp, ms):
+        shards.Shards(tmp_path / folder, f"{DEV.slug}-{stamp}").write(
+            {"case_id": "g|copy_u_max|16|float32|int32", "run_id": stamp, "device": DEV.name, "status": "ok"},
+            [{"case_id": "g|copy_u_max|16|float32|int32", "strategy": "warp_edge", "g": 4, "t": 1, "status": "ok",
+              "ms": ms}])
+    (tmp_path / "h100-eabf").mkdir()
+    (tmp_path / "h100-1a14").mkdir()
+    run("h100-eabf", "20261125T013235-aaaa", 2.0)
+    run("h100-1a14", "20261125T224306-bbbb", 1.0)
+    paths = shards.collected_files([tmp_path], "cases")
+    assert [p.parent.name for p in paths] == ["h100-eabf", "h100-1a14"]
+    (case,) = training.load_cases(paths)
+    assert case.row["run_id"] == "20261125T224306-bbbb" and list(case.ms) == [1.0]

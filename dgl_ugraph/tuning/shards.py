@@ -71,12 +71,15 @@ class Shards:
 
 
 def collected_files(dirs: Iterable[pathlib.Path], prefix: str) -> List[pathlib.Path]:
+    """The runs' files under `dirs`, oldest run first whatever folder holds it (a file's name
+    carries its run's start time), so that a reader keeping the last row of a case keeps the
+    latest measurement."""
     files = []
     for d in dirs:
         d = pathlib.Path(d)
         if d.is_dir():
-            files += sorted(d.rglob(f"{prefix}-*.csv.gz"))
-    return files
+            files += d.rglob(f"{prefix}-*.csv.gz")
+    return sorted(set(files), key=lambda f: (f.name, str(f)))
 
 
 def done_keys(dirs: Iterable[pathlib.Path], device_name: str) -> set:
