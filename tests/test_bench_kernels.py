@@ -1,16 +1,22 @@
 """The pieces of scripts/bench_kernels.py that run without a GPU: which configurations are timed
-again after the search, and the grid's tiling limits."""
+again after the search, and the grid's tiling limits; and scripts/replay_selector.py's choice."""
+import gzip
 import os
 import sys
 
+import pytest
 import torch
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(REPO, "scripts"))
 
 import bench_kernels as bk  # noqa: E402
+import replay_selector as rs  # noqa: E402
+from dgl_ugraph.core import _ext, ops  # noqa: E402
 from dgl_ugraph.core.abstraction import OpInfo, ParallelInfo  # noqa: E402
+from dgl_ugraph.core.capability import candidates  # noqa: E402
 from dgl_ugraph.core.graph import UGraph  # noqa: E402
+from dgl_ugraph.selection import predictor  # noqa: E402
 
 
 def P(s):
@@ -41,3 +47,25 @@ def test_grid_stops_tiling_where_a_worker_would_own_nothing(monkeypatch):
     dot = bk.grid_configs(OpInfo("dot", "none", x, "src", x, "dst", "edge"), graph, grid, ["warp_edge"])
     assert {c.tiling for c in dot} == {1}
 
+
+
+def test_the_replay_picks_the_timed_configuration_the_model_ranks_first(tmp_path):
+    """scripts/replay_selector.py on a search file of one case: its choice is the first of the
+    model's ranking that the search timed, flagged off the grid when the model's first lies
+    elsewhere, and its ratio is that time over the best."""
+    if _ext._C is None or not _ext.has_cuda():
+        pytest.skip("needs a core built with the CUDA strategies' capability table")
+    model = predictor.Predictor.from_files(rs.ROOT / "dgl_ugraph" / "predictor_models" / "sm90.json")
+    (name, src, dst, n), = rs.graphs(rs.SimpleNamespace(no_large=True, no_datasets=True, scale=1.0, only="cora",
+                                                        skip=""))
+    graph = UGraph.from_coo(src, dst, n, n, torch.int32)
+    sig, _ = ops.signature(graph, rs.operands("copy_u-sum", graph, 16, torch.float32))
+    ranked = model.rank(predictor.CaseInfo.from_graph(graph), sig, rs.H100,
+                        candidates(sig, graph.num_edges, _ext.compiled_cuda_keys()))
+    timed = {ranked[2]: 0.02, ranked[5]: 0.01}  # the model's third and sixth
+    path = tmp_path / "search.csv.gz"
+    with gzip.open(path, "wt") as fh:
+        fh.write("graph,op,F,dtype,config,ms\n")
+        fh.writelines(f"cora,copy_u-sum,16,float32,{c},{ms}\n" for c, ms in timed.items())
+    (row,) = rs.replay(model, rs.load_search(path), rs.H100)
+    assert (row["choice"], row["on_grid"], row["best"], row["ratio"]) == (str(ranked[2]), 0, str(ranked[5]), 2.0)
