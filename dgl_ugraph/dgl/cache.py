@@ -36,15 +36,17 @@ _lock = threading.Lock()
 
 
 class GraphEntry:
-    """A UGraph, the per-signature decisions made on it, and its out-degrees once asked for."""
+    """A UGraph, the per-signature decisions made on it, and its in- and out-degrees once asked
+    for."""
 
-    __slots__ = ("ugraph", "key", "decisions", "reverse", "out_degrees", "__weakref__")
+    __slots__ = ("ugraph", "key", "decisions", "reverse", "in_degrees", "out_degrees", "__weakref__")
 
     def __init__(self, ugraph: UGraph, key: tuple):
         self.ugraph = ugraph
         self.key = key
         self.decisions: dict = {}
         self.reverse: Optional[GraphEntry] = None
+        self.in_degrees = None
         self.out_degrees = None
 
 
