@@ -117,7 +117,8 @@ def copy_bandwidth_gbps() -> float:
     return 2 * x.numel() * 4 / (ms * 1e-3) / 1e9
 
 
-def make_inputs(name, graph: UGraph, f: int, dtype, gen):
+def operator_call(name, graph: UGraph, f: int, make) -> OpInfo:
+    """Operator `name` at width f on the graph, each operand made by make(shape)."""
     edge_op, gather, a_spec, b_spec = OPERATORS[name]
     rows = {"src": graph.num_src, "dst": graph.num_dst, "edge": graph.num_edges}
 
@@ -125,11 +126,16 @@ def make_inputs(name, graph: UGraph, f: int, dtype, gen):
         if spec is None:
             return None, "null"
         ttype, shape = spec
-        return torch.rand((rows[ttype],) + shape(f), generator=gen, device="cuda", dtype=torch.float32).to(dtype) + 0.5, ttype
+        return make((rows[ttype],) + shape(f)), ttype
 
     a, at = tensor(a_spec)
     b, bt = tensor(b_spec)
     return OpInfo(edge_op, gather, a, at, b, bt, "edge" if gather == "none" else "dst")
+
+
+def make_inputs(name, graph: UGraph, f: int, dtype, gen):
+    return operator_call(name, graph, f, lambda shape: torch.rand(
+        shape, generator=gen, device="cuda", dtype=torch.float32).to(dtype) + 0.5)
 
 
 def byte_counts(op: OpInfo, graph: UGraph, out: torch.Tensor):

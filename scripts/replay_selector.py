@@ -26,7 +26,7 @@ import torch
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "scripts")]
 
-from bench_kernels import OPERATORS, graphs  # noqa: E402
+from bench_kernels import graphs, operator_call  # noqa: E402
 
 from dgl_ugraph.core import _ext, ops  # noqa: E402
 from dgl_ugraph.core.abstraction import OpInfo  # noqa: E402
@@ -49,19 +49,7 @@ def load_search(path: pathlib.Path) -> dict:
 
 def operands(name: str, graph: UGraph, f: int, dtype: torch.dtype) -> OpInfo:
     """The bench's operands as zero-stride views: selection reads only shapes and dtypes."""
-    edge_op, gather, a_spec, b_spec = OPERATORS[name]
-    rows = {"src": graph.num_src, "dst": graph.num_dst, "edge": graph.num_edges}
-
-    def tensor(spec):
-        if spec is None:
-            return None, "null"
-        ttype, shape = spec
-        full = (rows[ttype],) + shape(f)
-        return torch.empty((1,) * len(full), dtype=dtype).expand(full), ttype
-
-    a, at = tensor(a_spec)
-    b, bt = tensor(b_spec)
-    return OpInfo(edge_op, gather, a, at, b, bt, "edge" if gather == "none" else "dst")
+    return operator_call(name, graph, f, lambda shape: torch.empty((1,) * len(shape), dtype=dtype).expand(shape))
 
 
 def replay(model: predictor.Predictor, search: dict, dev: predictor.DeviceInfo):
