@@ -195,6 +195,17 @@ def op_dtype_bytes(op: OpInfo) -> int:
     return (op.A if op.A is not None else op.B).element_size()
 
 
+def dot_slabs(sig, dtype_bytes: int) -> int:
+    """Slabs of a dot message row in the warp strategies (csrc/cuda/team.cuh, dot_layout): a
+    head's products over L lanes of 16-byte vectors (scalars where K or a broadcast forbids
+    them), T / L heads per team of at most 32 lanes."""
+    vec = 16 // dtype_bytes
+    vec = vec if sig.reduce_size % vec == 0 and not sig.broadcast else 1
+    lanes = min(32, 1 << max(0, math.ceil(sig.reduce_size / vec) - 1).bit_length())
+    heads_per_slab = min(32 // lanes, 1 << max(0, sig.out_len - 1).bit_length())
+    return max(1, math.ceil(sig.out_len / heads_per_slab))
+
+
 def grid_configs(op: OpInfo, graph: UGraph, grid, strategies=STRATEGIES) -> list:
     """The grid's configurations that the compiled core can run for this call, without tilings
     past the point where a worker owns nothing."""
@@ -205,12 +216,12 @@ def grid_configs(op: OpInfo, graph: UGraph, grid, strategies=STRATEGIES) -> list
     for strategy in strategies:
         if why_not(strategy, sig, graph.num_edges, compiled):
             continue
-        # A thread owns one element, a dot's warp a 32-element chunk, the other ops' warp teams a
-        # slab of 32 lanes x 16 bytes.
+        # A thread owns one element, a dot's warp team a slab of heads (team.cuh's dot_layout),
+        # the other ops' warp teams a slab of 32 lanes x 16 bytes.
         if not strategy.startswith("warp"):
             max_t = max(1, sig.width)
         elif op.edge_op == "dot":
-            max_t = max(1, math.ceil(sig.out_len / 32))
+            max_t = dot_slabs(sig, op_dtype_bytes(op))
         else:
             max_t = max(1, math.ceil(sig.out_len * op_dtype_bytes(op) / (32 * 16)))
         out += [ParallelInfo(strategy, g, t) for g, t in itertools.product(groupings, tilings) if t <= max_t]

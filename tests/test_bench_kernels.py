@@ -34,7 +34,7 @@ def test_finalists_are_the_best_each_strategys_best_and_the_choice_once():
 
 def test_grid_stops_tiling_where_a_worker_would_own_nothing(monkeypatch):
     """F=16 float32: a thread tiles up to 16 elements; a warp team owns 32 lanes x 16 bytes, so one
-    tile; a dot's warp a 32-element chunk."""
+    tile; a dot's warp team a slab of heads."""
     monkeypatch.setattr(bk, "why_not", lambda *a: None)
     src, dst = torch.tensor([0, 1, 2, 2]), torch.tensor([1, 2, 0, 1])
     graph = UGraph.from_coo(src, dst, 3, 3, torch.int32)
@@ -45,6 +45,13 @@ def test_grid_stops_tiling_where_a_worker_would_own_nothing(monkeypatch):
     assert tilings == {"thread_edge": [1, 2, 16], "warp_edge": [1]}
     assert len(configs) == 2 * (3 + 3 + 1 + 1)
     dot = bk.grid_configs(OpInfo("dot", "none", x, "src", x, "dst", "edge"), graph, grid, ["warp_edge"])
+    assert {c.tiling for c in dot} == {1}
+    # 8 heads of 64: 16 lanes of float4 a head, 2 heads a team, 4 slabs; of 8: 2 lanes, 1 slab
+    heads = torch.rand(3, 8, 64)
+    dot = bk.grid_configs(OpInfo("dot", "none", heads, "src", heads, "dst", "edge"), graph, grid, ["warp_edge"])
+    assert sorted({c.tiling for c in dot}) == [1, 2]
+    heads = torch.rand(3, 8, 8)
+    dot = bk.grid_configs(OpInfo("dot", "none", heads, "src", heads, "dst", "edge"), graph, grid, ["warp_edge"])
     assert {c.tiling for c in dot} == {1}
 
 

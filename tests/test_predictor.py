@@ -942,3 +942,26 @@ def test_a_case_collected_twice_keeps_the_latest_run_whatever_folder_holds_it(tm
     assert [p.parent.name for p in paths] == ["h100-eabf", "h100-1a14"]
     (case,) = training.load_cases(paths)
     assert case.row["run_id"] == "20261125T224306-bbbb" and list(case.ms) == [1.0]
+
+
+def test_stale_rules_drop_the_cases_a_later_kernel_change_made_stale(tmp_path):
+    # Two runs of older cores, one of the current core; the rule marks dot messages stale on the
+    # older cores only, so a copy_u case of an old core stays and a dot case of the new one too.
+    def run(stamp, core, cases):
+        tag = f"{DEV.slug}-{stamp}"
+        s = shards.Shards(tmp_path / "runs", tag)
+        for case_id, edge_op, gather_op in cases:
+            s.write({"case_id": case_id, "run_id": stamp, "device": DEV.name, "status": "ok", "edge_op": edge_op,
+                     "gather_op": gather_op},
+                    [{"case_id": case_id, "strategy": "warp_edge", "g": 2, "t": 1, "status": "ok", "ms": 1.0}])
+        (tmp_path / "runs" / f"meta-{tag}.json").write_text(json.dumps({"core": {"cuda_source_hash": core}}))
+    (tmp_path / "runs").mkdir()
+    run("20261125T010000-aaaa", "old1", [("g|u_dot_v|64", "dot", "none"), ("g|copy_u_sum|64", "copy_lhs", "sum")])
+    run("20261125T020000-bbbb", "old2", [("h|u_dot_v|64", "dot", "none"), ("h|u_dot_v_sum|64", "dot", "sum")])
+    run("20261126T010000-cccc", "new", [("k|u_dot_v|64", "dot", "none")])
+    paths = shards.collected_files([tmp_path], "cases")
+    assert len(training.load_cases(paths)) == 5
+    (tmp_path / training.STALE_FILE).write_text(json.dumps({"rules": [
+        {"cores": ["old1", "old2"], "match": {"edge_op": ["dot"], "gather_op": ["none"]}, "why": "test"}]}))
+    kept = sorted(c.row["case_id"] for c in training.load_cases(paths))
+    assert kept == ["g|copy_u_sum|64", "h|u_dot_v_sum|64", "k|u_dot_v|64"]

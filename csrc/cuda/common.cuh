@@ -146,10 +146,11 @@ inline LaneLayout lane_layout(const UgParams& p) {
 }
 
 // Sum over each aligned group of `width` lanes; every lane of a group gets the same bits
-// (each butterfly step adds the same two values in either order).
+// (each butterfly step adds the same two values in either order). `mask`: the lanes that make
+// this call together, a whole number of groups.
 template <typename T>
-__device__ __forceinline__ T lane_group_sum(T v, int width) {
-  for (int m = width >> 1; m > 0; m >>= 1) v += __shfl_xor_sync(kFullMask, v, m);
+__device__ __forceinline__ T lane_group_sum(T v, int width, unsigned mask = kFullMask) {
+  for (int m = width >> 1; m > 0; m >>= 1) v += __shfl_xor_sync(mask, v, m);
   return v;
 }
 

@@ -1,4 +1,5 @@
-// Team kernels: the bodies of warp_vertex and warp_edge for every edge op but dot.
+// Team kernels: the bodies of warp_vertex and warp_edge for every edge op but a dot that is
+// aggregated, and for every message creation (dots included: dot_message).
 //
 // A worker is a team of T lanes of one warp (T a power of two, 1..32, sized to the output row),
 // and each lane owns kVec consecutive output elements: kVec = 16 bytes / sizeof(DType) where the
@@ -357,6 +358,116 @@ __global__ void __launch_bounds__(kBlock, kMinBlocks)
   }
 }
 
+// ---- dot messages (u_dot_v and per-head dots) ---------------------------------------------
+// Output element h of a position is the sum of K products over head h's slices of A and B. A
+// head's K values are S = K / kVec vectors (kVec = 1 where K, the broadcast or the alignment do
+// not allow 16 bytes), read by L lanes (L = the power of two >= S, at most 32), R = ceil(S / L)
+// vectors each; a team of T lanes holds T / L heads side by side, T = L x (the power of two >=
+// heads), at most 32. So u_dot_v at F = 64 in float32 takes 16 lanes, one vector of A and one of
+// B each, two positions per warp; 8 heads of 8 take 16 lanes, two per head. The lanes of a head
+// add their partial sums by an xor butterfly inside the team (the team's own shuffle mask: the
+// teams of one warp walk different units). Heads past the slab's T / L are further slabs, which
+// tile j takes as slabs j, j + tiles, ....
+struct DotLayout {
+  int lanes_log2;  // log2 T
+  int head_log2;   // log2 L
+  int reps;        // R
+  int64_t vectors; // S
+  int64_t slabs;   // ceil(heads / (T / L))
+};
+
+inline DotLayout dot_layout(int64_t heads, int64_t k, int vec) {
+  const int64_t s = ceil_div(k, vec);
+  int l = 0;
+  while ((int64_t(1) << l) < s && l < 5) ++l;
+  int h = 0;
+  while ((int64_t(1) << h) < heads && l + h < 5) ++h;
+  return DotLayout{l + h, l, static_cast<int>(ceil_div(s, int64_t(1) << l)), s, ceil_div(heads, int64_t(1) << h)};
+}
+
+// The lanes of this lane's team, as a shuffle mask.
+__device__ __forceinline__ unsigned team_mask(int lanes_log2) {
+  const int t = 1 << lanes_log2;
+  return t == kWarp ? kFullMask : ((1u << t) - 1u) << (lane_id() & ~(t - 1));
+}
+
+template <bool kByRow, int kVec, typename DType, typename IdType>
+__global__ void __launch_bounds__(kBlock, kMinBlocks)
+    dot_message(const OpArgs<DType, IdType> x, const TileWalk walk, const int group, const DotLayout d) {
+  using Acc = acc_t<DType>;
+  constexpr int N = kInFlight;
+  const Topology<IdType>& g = x.graph;
+  const int t = team_lane(d.lanes_log2);
+  const int j = t & ((1 << d.head_log2) - 1);  // this lane's place among its head's lanes
+  const unsigned mask = team_mask(d.lanes_log2);
+  const int64_t items = kByRow ? g.num_dst : g.num_edges;
+  int64_t unit;
+  uint32_t tile;
+  for (walk.first(team_index(d.lanes_log2), unit, tile); unit < walk.units; walk.next(unit, tile)) {
+    const int64_t i_begin = unit * group;
+    const int64_t i_end = min64(i_begin + group, items);
+    for (int64_t slab = tile; slab < d.slabs; slab += walk.tiles) {
+      const int64_t h = (slab << (d.lanes_log2 - d.head_log2)) + (t >> d.head_log2);
+      const bool active = h < x.out_len;
+      // An idle lane reads head 0 and discards it: the loads and shuffles stay unconditional.
+      const int64_t a_first = x.a_elem(active ? h : 0), b_first = x.b_elem(active ? h : 0);
+      auto write = [&](int64_t p, int64_t end, int64_t v) {
+        for (; p < end; p += N) {
+          int64_t rows[N], ia[N], ib[N];
+#pragma unroll
+          for (int u = 0; u < N; ++u) {
+            const int64_t q = min64(p + u, end - 1);
+            rows[u] = g.edge(q);
+            ia[u] = kByRow ? x.a_rows.at(q, v) : x.a_rows.at(q);
+            ib[u] = kByRow ? x.b_rows.at(q, v) : x.b_rows.at(q);
+          }
+          Acc sum[N];
+#pragma unroll
+          for (int u = 0; u < N; ++u) sum[u] = Acc(0);
+          for (int r = 0; r < d.reps; ++r) {
+            const int64_t vec = j + (int64_t(r) << d.head_log2);
+            const bool in = vec < d.vectors;
+            const int64_t off = (in ? vec : 0) * kVec;
+            Acc a[N][kVec], b[N][kVec];
+#pragma unroll
+            for (int u = 0; u < N; ++u) {
+              load_vec<kVec>(x.a + ia[u] * x.a_stride + a_first + off, a[u]);
+              load_vec<kVec>(x.b + ib[u] * x.b_stride + b_first + off, b[u]);
+            }
+            if (in) {
+#pragma unroll
+              for (int u = 0; u < N; ++u) {
+#pragma unroll
+                for (int k = 0; k < kVec; ++k) sum[u] += a[u][k] * b[u][k];
+              }
+            }
+          }
+#pragma unroll
+          for (int u = 0; u < N; ++u) sum[u] = lane_group_sum(sum[u], 1 << d.head_log2, mask);
+          if (active && j == 0) {
+#pragma unroll
+            for (int u = 0; u < N; ++u) {
+              if (p + u < end) x.c[rows[u] * x.out_len + h] = from_acc<DType>(sum[u]);
+            }
+          }
+        }
+      };
+      if constexpr (kByRow) {
+        for (int64_t v = i_begin; v < i_end; ++v) write(g.begin(v), g.end(v), v);
+      } else {
+        write(i_begin, i_end, -1);
+      }
+    }
+  }
+}
+
+// Host side: whether every row of an operand (at data, rows `stride` elements apart, no broadcast
+// offsets) starts on a 16-byte boundary and holds whole vectors of kV elements.
+template <int kV>
+bool whole_vectors(const void* data, int64_t stride, const int64_t* off) {
+  return off == nullptr && stride % kV == 0 && (reinterpret_cast<uintptr_t>(data) & 15u) == 0;
+}
+
 // Host side: calls f(std::integral_constant<int, kVec>, std::bool_constant<kGatherB>) with the
 // widest access the operands allow: 16-byte vectors where every row of A, B and C starts on a
 // 16-byte boundary and holds whole vectors (B may instead give one value per vector, as
@@ -365,11 +476,10 @@ template <typename DType, typename F>
 cudaError_t with_vector_width(const UgParams& p, F&& f) {
   constexpr int kV = kVecOf<DType>;
   const bool lhs = p.edge_op != UG_COPY_RHS, rhs = p.edge_op != UG_COPY_LHS;
-  auto aligned = [](const void* q) { return (reinterpret_cast<uintptr_t>(q) & 15u) == 0; };
   auto whole = [&](bool used, const void* data, int64_t stride, const int64_t* off) {
-    return !used || (off == nullptr && stride % kV == 0 && aligned(data));
+    return !used || whole_vectors<kV>(data, stride, off);
   };
-  const bool vec_c = p.out_len % kV == 0 && aligned(p.c);
+  const bool vec_c = p.out_len % kV == 0 && (reinterpret_cast<uintptr_t>(p.c) & 15u) == 0;
   const bool vec_a = whole(lhs, p.a, p.a_row_stride, p.a_off);
   if (vec_c && vec_a && whole(rhs, p.b, p.b_row_stride, p.b_off)) {
     return f(std::integral_constant<int, kV>(), std::false_type());
@@ -445,6 +555,27 @@ cudaError_t launch_edge(const UgParams& p, const OpArgs<DType, IdType>& x, cudaS
       });
     });
   });
+}
+
+// The launcher of dot messages for warp_vertex (kByRow) and warp_edge: 16-byte vectors where
+// each head's K values are whole vectors of A and of B, else scalars.
+template <bool kByRow, typename DType, typename IdType>
+cudaError_t launch_dot_message(const UgParams& p, const OpArgs<DType, IdType>& x, cudaStream_t stream) {
+  const int64_t units = ceil_div(kByRow ? p.num_dst : p.num_edges, p.grouping);
+  if (units == 0) return cudaSuccess;
+  constexpr int kV = kVecOf<DType>;
+  auto launch = [&](auto vec) {
+    constexpr int kVec = decltype(vec)::value;
+    const DotLayout d = dot_layout(p.out_len, p.reduce_size, kVec);
+    const LaunchPlan plan = plan_launch(units, std::min<int64_t>(p.tiling, d.slabs), 1 << d.lanes_log2);
+    dot_message<kByRow, kVec><<<plan.grid, kBlock, 0, stream>>>(x, plan.walk, p.grouping, d);
+    return cudaGetLastError();
+  };
+  if (p.reduce_size % kV == 0 && whole_vectors<kV>(p.a, p.a_row_stride, p.a_off) &&
+      whole_vectors<kV>(p.b, p.b_row_stride, p.b_off)) {
+    return launch(std::integral_constant<int, kV>());
+  }
+  return launch(std::integral_constant<int, 1>());
 }
 
 }  // namespace team

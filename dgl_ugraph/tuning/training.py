@@ -49,13 +49,46 @@ class Case:
         return [s for s in STRATEGIES if any(c.strategy == s for c in self.configs)]
 
 
+STALE_FILE = "stale.json"
+
+
+def stale_rules(paths: Sequence[pathlib.Path]) -> List[dict]:
+    """The rules of every STALE_FILE in the folders that hold the shards or their parents (the
+    collection's root, data/predictor/). Each rule names the CUDA cores (source hashes) whose
+    timings of some cases a later kernel change made stale, and those cases by case-row fields:
+    {"cores": [hash, ...], "match": {"edge_op": ["dot"], "gather_op": ["none"]}, "why": "..."}."""
+    rules, seen = [], set()
+    for path in paths:
+        for folder in (path.parent, path.parent.parent):
+            f = folder / STALE_FILE
+            if f in seen or not f.is_file():
+                continue
+            seen.add(f)
+            rules += json.loads(f.read_text())["rules"]
+    return rules
+
+
+def run_core(cases_path: pathlib.Path) -> Optional[str]:
+    """The CUDA core (source hash) a run measured, from the meta file beside its shards."""
+    meta = cases_path.with_name(cases_path.name.replace("cases-", "meta-", 1).replace(".csv.gz", ".json"))
+    if not meta.is_file():
+        return None
+    return json.loads(meta.read_text()).get("core", {}).get("cuda_source_hash")
+
+
+def is_stale(row: dict, core: Optional[str], rules: Sequence[dict]) -> bool:
+    return any(core in r["cores"] and all(row.get(k) in v for k, v in r["match"].items()) for r in rules)
+
+
 def load_cases(paths: Sequence[pathlib.Path]) -> List[Case]:
-    """Complete cases (status ok) from cases/timings shards; a case collected twice keeps its
-    latest run."""
+    """Complete cases (status ok) from cases/timings shards, less those that stale_rules mark
+    stale for the core that measured them; a case collected twice keeps its latest run."""
+    rules = stale_rules(paths)
     rows: Dict[Tuple[str, str], dict] = {}
     for path in paths:
+        core = run_core(path) if rules else None
         for row in read_rows(path):
-            if row.get("status") == "ok":
+            if row.get("status") == "ok" and not is_stale(row, core, rules):
                 rows[(row["device"], row["case_id"])] = row
     wanted = {(r["run_id"], r["case_id"]): key for key, r in rows.items()}
     timings: Dict[Tuple[str, str], List[dict]] = defaultdict(list)

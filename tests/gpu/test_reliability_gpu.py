@@ -93,7 +93,7 @@ def draw_case(seed: int):
 
     a_shape, b_shape = operand_shape(), operand_shape()
     if edge_op == "dot":
-        k = pick([1, 3, 7, 32, 64])
+        k = pick([1, 3, 7, 32, 64, 264])
         a_shape, b_shape = a_shape + (k,), b_shape + (k,)
     dtype = pick(DTYPES)
     rows = {"src": n_src, "dst": n_dst, "edge": n_edges}
