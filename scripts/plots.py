@@ -10,7 +10,7 @@
 - models_speedup_<device>.png: per model, the geomean speedup over graphs (bars), with the
   slowest and fastest graph (whiskers).
 - kernels_vs_cusparse.png: per operator, our kernels' speedup over cuSPARSE (torch.sparse.mm on
-  CSR) from bench/kernels.csv (CUDA core 352bcb22) and bench/kernels_b4610d2a.csv (kernels
+  CSR) from bench/kernels_352bcb22.csv and bench/kernels_b4610d2a.csv (kernels
   b4610d2a), for the selector's choice and the best searched configuration. Operators cuSPARSE
   cannot express are shown against the torch gather/scatter path, and say so.
 """
@@ -32,7 +32,7 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 MODELS = ("GCN", "GAT", "GIN", "SAGE-mean", "SAGE-gcn", "SAGE-pool")
 # (file, the CUDA core it measured, its colors for the selector and the best configuration)
 KERNEL_FILES = (("kernels_b4610d2a.csv", "b4610d2a", ("#9ecae1", "#3182bd")),
-                ("kernels.csv", "352bcb22", ("#fdae6b", "#e6550d")))
+                ("kernels_352bcb22.csv", "352bcb22", ("#fdae6b", "#e6550d")))
 
 
 def geomean(xs):
