@@ -105,6 +105,22 @@ void assign(UgParams& p, const py::kwargs& fields) {
   }
 }
 
+// A copy of p with one call's addresses: a repeat call of one signature (core.ops.Plan) changes
+// only its data.
+UgParams with_data(const UgParams& p, uintptr_t a, int64_t a_row_stride, uintptr_t b, int64_t b_row_stride,
+                   uintptr_t c, uintptr_t arg_a, uintptr_t arg_b, uintptr_t workspace) {
+  UgParams q = p;
+  q.a = reinterpret_cast<const void*>(a);
+  q.a_row_stride = a_row_stride;
+  q.b = reinterpret_cast<const void*>(b);
+  q.b_row_stride = b_row_stride;
+  q.c = reinterpret_cast<void*>(c);
+  q.arg_a = reinterpret_cast<void*>(arg_a);
+  q.arg_b = reinterpret_cast<void*>(arg_b);
+  q.workspace = reinterpret_cast<void*>(workspace);
+  return q;
+}
+
 UgParams make_params(const py::kwargs& fields) {
   UgParams p{};
   assign(p, fields);
@@ -127,20 +143,7 @@ PYBIND11_MODULE(_C, m) {
   // A copy with this call's addresses: a repeat call of one signature (core.ops.Plan) changes
   // only its data. Positional, as keyword arguments cost a dict and a name lookup per field,
   // which on a small graph is a sizeable part of the call.
-  params.def("with_data", [](const UgParams& p, uintptr_t a, int64_t a_row_stride, uintptr_t b,
-                             int64_t b_row_stride, uintptr_t c, uintptr_t arg_a, uintptr_t arg_b,
-                             uintptr_t workspace) {
-    UgParams q = p;
-    q.a = reinterpret_cast<const void*>(a);
-    q.a_row_stride = a_row_stride;
-    q.b = reinterpret_cast<const void*>(b);
-    q.b_row_stride = b_row_stride;
-    q.c = reinterpret_cast<void*>(c);
-    q.arg_a = reinterpret_cast<void*>(arg_a);
-    q.arg_b = reinterpret_cast<void*>(arg_b);
-    q.workspace = reinterpret_cast<void*>(workspace);
-    return q;
-  });
+  params.def("with_data", &with_data);
 #define UG_FIELD(name) params.def_readwrite(#name, &UgParams::name)
   UG_FIELD(num_src); UG_FIELD(num_dst); UG_FIELD(num_edges); UG_FIELD(index_bits);
   UG_FIELD(edge_op); UG_FIELD(gather_op); UG_FIELD(a_type); UG_FIELD(b_type); UG_FIELD(c_type);
@@ -198,6 +201,14 @@ PYBIND11_MODULE(_C, m) {
 #ifdef UGRAPH_WITH_CUDA
   m.def("run_cuda", [](const UgParams& p, uintptr_t stream) {
     int status = ug_cuda_run(&p, reinterpret_cast<void*>(stream));
+    raise_on(status, "ug_cuda_run", status == UG_OK ? "" : ug_cuda_last_error());
+  });
+  // run_cuda(p.with_data(...), stream) in one call, without a params object in between: the
+  // repeat call of a Plan, where each of those costs a sizeable part of a small graph's call.
+  m.def("run_cuda_with", [](const UgParams& p, uintptr_t stream, uintptr_t a, int64_t a_row_stride, uintptr_t b,
+                            int64_t b_row_stride, uintptr_t c, uintptr_t arg_a, uintptr_t arg_b, uintptr_t workspace) {
+    const UgParams q = with_data(p, a, a_row_stride, b, b_row_stride, c, arg_a, arg_b, workspace);
+    int status = ug_cuda_run(&q, reinterpret_cast<void*>(stream));
     raise_on(status, "ug_cuda_run", status == UG_OK ? "" : ug_cuda_last_error());
   });
   m.def("cuda_workspace_bytes", [](const UgParams& p) { return ug_cuda_workspace_bytes(&p); });

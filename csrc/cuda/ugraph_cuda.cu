@@ -72,9 +72,9 @@ Verdict check_call(const UgParams* p) {
   Verdict v{UG_OK, ""};
   v.status = validate(*p, Backend::kCuda, &v.why);
   if (v.status != UG_OK) return v;
-  const std::string name = std::string(kStrategyNames[p->strategy]) + "/" + kDTypeNames[p->dtype];
   if (!compiled(p->strategy, p->dtype)) {
-    return {UG_ERR_UNSUPPORTED, name + ": strategy/dtype not compiled into this build"};
+    return {UG_ERR_UNSUPPORTED, std::string(kStrategyNames[p->strategy]) + "/" + kDTypeNames[p->dtype] +
+                                    ": strategy/dtype not compiled into this build"};
   }
   if (const UgRule* rule = refusing_rule(*p)) {
     return {UG_ERR_UNSUPPORTED, std::string(kStrategyNames[p->strategy]) + " " + rule->why};

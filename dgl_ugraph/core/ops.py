@@ -105,27 +105,29 @@ def _cuda_index(device: torch.device) -> Optional[int]:
     return device.index if device.index is not None else torch.cuda.current_device()
 
 
-def _launch(core, params, outputs, cuda_index: Optional[int]) -> None:
+def _launch(core, params, outputs, cuda_index: Optional[int], data: Optional[tuple] = None) -> None:
     """Runs packed params on the CPU (cuda_index None), or on the current stream of CUDA device
-    `cuda_index` (which CUDA graph capture sees)."""
+    `cuda_index` (which CUDA graph capture sees). `data`: this call's with_data arguments, for
+    params that are a Plan's template."""
     if POISON_OUTPUTS:
         outputs[0].fill_(float("nan"))
         for t in outputs[1:]:
             if t is not None:
                 t.fill_(-7)
     if cuda_index is None:
-        core.run_cpu(params)
+        core.run_cpu(params if data is None else params.with_data(*data))
         return
     # The raw stream handle, without building a torch.cuda.Stream per call; the device guard
     # only where the call's device is not the current one; the current device from torch._C,
     # as the caller's outputs on that device initialized CUDA already (torch.cuda.current_device
     # re-checks that in Python). Each costs microseconds, which on a small graph is as much as
-    # the kernel.
+    # the kernel; so does a params object per call, which run_cuda_with spares a Plan.
+    run, data = (core.run_cuda, ()) if data is None else (core.run_cuda_with, data)
     if torch._C._cuda_getDevice() == cuda_index:
-        core.run_cuda(params, torch._C._cuda_getCurrentRawStream(cuda_index))
+        run(params, torch._C._cuda_getCurrentRawStream(cuda_index), *data)
     else:
         with torch.cuda.device(cuda_index):
-            core.run_cuda(params, torch._C._cuda_getCurrentRawStream(cuda_index))
+            run(params, torch._C._cuda_getCurrentRawStream(cuda_index), *data)
 
 
 def prepare(graph: UGraph, op_info: OpInfo, parallel_info: Optional[ParallelInfo] = None) -> Prepared:
@@ -251,10 +253,9 @@ class Plan:
             # Held by this frame until the launch returns; the stream orders its later reuse.
             workspace = self._workspace_like.new_empty(self._workspace)
             workspace_ptr = workspace.data_ptr()
-        params = self._template.with_data(a_ptr, a_stride, b_ptr, b_stride, c.data_ptr(),
-                                          arg_a.data_ptr() if arg_a is not None else 0,
-                                          arg_b.data_ptr() if arg_b is not None else 0, workspace_ptr)
-        _launch(self._core, params, outputs, self._cuda_index)
+        _launch(self._core, self._template, outputs, self._cuda_index,
+                (a_ptr, a_stride, b_ptr, b_stride, c.data_ptr(), arg_a.data_ptr() if arg_a is not None else 0,
+                 arg_b.data_ptr() if arg_b is not None else 0, workspace_ptr))
         return outputs
 
 
