@@ -94,15 +94,24 @@ _SELECTION = ("DGL_UGRAPH_STRATEGY", "DGL_UGRAPH_DETERMINISTIC", "DGL_UGRAPH_AUT
 def selection_state() -> tuple:
     """The variables a CUDA configuration is chosen from (policy.choose: STRATEGY, DETERMINISTIC,
     AUTOTUNE, AUTOTUNE_TOPK, MODEL, PREDICTOR) as set, undecoded: equal tuples, equal choices.
-    A key that every repeat call builds, so read straight from os.environ's dict (see _get)."""
+    A key that every repeat call builds, so read straight from os.environ's dict (see _get),
+    with that dict and the encoded names looked up once per os.environ object."""
     environ = os.environ
-    data = getattr(environ, "_data", None)
-    if data is None or not hasattr(environ, "encodekey"):
+    source = _selection_source
+    if source[0] is not environ:
+        data = getattr(environ, "_data", None)
+        if data is None or not hasattr(environ, "encodekey"):
+            source[:] = environ, None, None
+        else:
+            source[:] = environ, data, tuple(environ.encodekey(name) for name in _SELECTION)
+    data, k = source[1], source[2]
+    if data is None:
         return tuple(environ.get(name) for name in _SELECTION)
-    k = _encoded.get(_SELECTION)
-    if k is None:
-        k = _encoded[_SELECTION] = tuple(environ.encodekey(name) for name in _SELECTION)
-    return data.get(k[0]), data.get(k[1]), data.get(k[2]), data.get(k[3]), data.get(k[4]), data.get(k[5])
+    get = data.get
+    return get(k[0]), get(k[1]), get(k[2]), get(k[3]), get(k[4]), get(k[5])
+
+
+_selection_source = [None, None, None]  # the os.environ object selection_state read, its dict, the names
 
 
 def datasets() -> Optional[str]:
