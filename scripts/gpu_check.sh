@@ -21,6 +21,9 @@ export PYTHONUNBUFFERED=1 PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH}
 PY=${PYTHON:-python3}
 stages=${*:-build test sanitize bench}
 has() { [[ " $stages " == *" $1 "* ]]; }
+# DGL 2.4's tensor adapter has torch warn "lazyInitCUDA is deprecated" on every call: megabytes of
+# logs that say nothing.
+quiet() { grep --line-buffered -v "lazyInitCUDA is deprecated"; }
 status=0
 # The first line of every log: the GPU and the CUDA core it measured.
 header() {
@@ -57,7 +60,7 @@ fi
 
 if has test; then
   t=$(date +%s)
-  { header; $PY -m pytest tests/gpu -q -rs -s -p no:cacheprovider 2>&1; } | tee "$OUT/gpu_tests.log" | tail -40
+  { header; $PY -m pytest tests/gpu -q -rs -s -p no:cacheprovider 2>&1; } | quiet | tee "$OUT/gpu_tests.log" | tail -40
   [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
   echo "gpu tests: $(( $(date +%s) - t )) s"
 fi
@@ -118,7 +121,7 @@ fi
 
 if has dgl || has dgl-test; then
   t=$(date +%s)
-  $PY -m pytest tests/gpu/test_dgl_gpu.py -q -rs -p no:cacheprovider 2>&1 | tee -a "$OUT/dgl_tests.log" | tail -30
+  $PY -m pytest tests/gpu/test_dgl_gpu.py -q -rs -p no:cacheprovider 2>&1 | quiet | tee -a "$OUT/dgl_tests.log" | tail -30
   [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
   echo "dgl tests: $(( $(date +%s) - t )) s"
 fi
@@ -129,14 +132,14 @@ if has dgl || has dgl-bench; then
   # --budget-s stops starting cases; the timeout only guards against a hang, and the rows of every
   # finished case are in the CSV either way.
   timeout $((budget + 90)) $PY scripts/bench_models.py --device cuda --sparse-free --out "$OUT/models_gpu.csv" \
-      --budget-s "$budget" ${DGL_BENCH_ARGS:-} 2>&1 | tee "$OUT/models_gpu.log" | tail -25
+      --budget-s "$budget" ${DGL_BENCH_ARGS:-} 2>&1 | quiet | tee "$OUT/models_gpu.log" | tail -25
   [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
   $PY scripts/bench_models.py --summarize --device cuda --out "$OUT/models_gpu.csv" > "$OUT/models_gpu.md" 2>&1
   head -30 "$OUT/models_gpu.md"
   echo "dgl bench: $(( $(date +%s) - t )) s"
 fi
 if has dgl-dispatch; then
-  { header; $PY scripts/bench_dispatch.py --device cuda --out "$OUT/dispatch_gpu.csv" 2>&1; } | tee "$OUT/dispatch_gpu.log" | tail -12
+  { header; $PY scripts/bench_dispatch.py --device cuda --out "$OUT/dispatch_gpu.csv" 2>&1; } | quiet | tee "$OUT/dispatch_gpu.log" | tail -12
   [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
 fi
 exit $status
