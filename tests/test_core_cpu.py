@@ -21,7 +21,7 @@ import torch
 
 from dgl_ugraph import OpInfo, UGraph, ugrapher
 from dgl_ugraph.core import _ext
-from dgl_ugraph.core.abstraction import broadcast
+from dgl_ugraph.core.abstraction import ParallelInfo, broadcast
 from dgl_ugraph.core.ops import prepare
 from tests.reference import messages, reference
 
@@ -459,6 +459,39 @@ def test_reverse(idtype):
     want = torch.zeros(15, 3, dtype=torch.float64).index_add_(0, src, x[dst] * w)
     torch.testing.assert_close(c, want)
     assert torch.equal(r.reverse().eid.long().sort().values, torch.arange(200))
+
+
+@pytest.mark.parametrize("idtype", IDTYPES, ids=dname)
+def test_edge_order_is_the_coo_in_edge_id_order(idtype):
+    gen = torch.Generator().manual_seed(27)
+    src = torch.randint(0, 15, (200,), generator=gen)
+    dst = torch.randint(0, 11, (200,), generator=gen)
+    g = UGraph.from_coo(src, dst, 15, 11, idtype)
+    s, d = g.edge_order()
+    assert s.dtype == d.dtype == idtype and torch.equal(s.long(), src) and torch.equal(d.long(), dst)
+    assert g.edge_order()[0] is s  # built once
+    # No order of its own where eid is the identity, a repeated id or an id out of range.
+    assert UGraph.from_csc(g.indptr, g.col, None, 15).edge_order() is None
+    for bad in (0, 200):
+        eid = g.eid.clone()
+        eid[5] = bad if bad else eid[6]
+        assert UGraph(15, 11, g.indptr, g.col, g.row, eid).edge_order() is None
+
+
+def test_message_params_take_the_edge_order_on_the_edge_strategies_only():
+    """Prepared.params_for, the one place a CUDA configuration is applied (configure and the
+    timing runner), with the two topologies prepare gives message creation on CUDA."""
+    graph = random_graph(10, 8, 40, torch.int64, seed=28)
+    x = operand(10, (4,), torch.float32, torch.Generator().manual_seed(29))
+    prepared = prepare(graph, OpInfo("copy_lhs", "none", x, "src", None, "null", "edge"))
+    csc, coo = (11, 12, 13), (21, 22, 0)
+    prepared._topologies = (csc, coo)
+    for strategy, want in (("thread_vertex", csc), ("warp_vertex", csc), ("thread_edge", coo), ("warp_edge", coo)):
+        p = prepared.params_for(ParallelInfo(strategy, 4, 2))
+        assert (p.col, p.row, p.eid, p.grouping, p.tiling) == want + (4, 2)
+    # CPU calls and aggregations keep CSC order alone.
+    assert prepare(graph, OpInfo("copy_lhs", "sum", x, "src", None, "null", "dst"))._topologies is None
+    assert prepared.params.col == graph.col.data_ptr()
 
 
 # ---- broken input ------------------------------------------------------------------------------

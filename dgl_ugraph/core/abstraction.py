@@ -15,6 +15,8 @@ EDGE_OPS = ("copy_lhs", "copy_rhs", "add", "sub", "mul", "div", "dot")
 GATHER_OPS = ("none", "sum", "max", "min")
 TENSOR_TYPES = ("null", "src", "dst", "edge")
 STRATEGIES = ("thread_vertex", "thread_edge", "warp_vertex", "warp_edge")
+# The strategies whose units are runs of edge positions rather than destination rows.
+EDGE_STRATEGIES = ("thread_edge", "warp_edge")
 GROUPINGS = (1, 2, 4, 8, 16, 32, 64)
 TILINGS = tuple(range(1, 65))
 

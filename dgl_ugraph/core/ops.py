@@ -15,8 +15,8 @@ import torch
 
 from dgl_ugraph import settings
 from dgl_ugraph.core import _ext
-from dgl_ugraph.core.abstraction import (DTYPE_CODES, EDGE_OP_CODE, GATHER_OP_CODE, STRATEGY_CODE, TENSOR_TYPE_CODE,
-                                         Broadcast, OpInfo, ParallelInfo, Signature, broadcast, uses_lhs, uses_rhs)
+from dgl_ugraph.core.abstraction import (DTYPE_CODES, EDGE_OP_CODE, EDGE_STRATEGIES, GATHER_OP_CODE, STRATEGY_CODE,
+                                         TENSOR_TYPE_CODE, Broadcast, OpInfo, ParallelInfo, Signature, broadcast, uses_lhs, uses_rhs)
 from dgl_ugraph.core.capability import why_not
 from dgl_ugraph.core.graph import UGraph
 
@@ -68,19 +68,29 @@ class Prepared:
     (for timing, autotuning and repeated use). A CUDA call is `pending` until `configure` gives
     it a ParallelInfo."""
 
-    __slots__ = ("params", "outputs", "signature", "pending", "_keep", "_device", "_core", "_num_edges")
+    __slots__ = ("params", "outputs", "signature", "pending", "_keep", "_device", "_core", "_num_edges", "_topologies")
 
-    def __init__(self, params, outputs, keep, device, core, sig=None, num_edges=0, pending=False):
+    def __init__(self, params, outputs, keep, device, core, sig=None, num_edges=0, pending=False, topologies=None):
         self.params, self.outputs, self._keep, self._device, self._core = params, outputs, keep, device, core
         self.signature, self._num_edges, self.pending = sig, num_edges, pending
+        # (CSC order, edge-id order) as (col, row, eid) addresses where message creation has both.
+        self._topologies = topologies
+
+    def params_for(self, pinfo: ParallelInfo):
+        """A copy of the params with pinfo's configuration, unchecked: the edge strategies create
+        messages in edge-id order where the graph has it (UGraph.edge_order)."""
+        fields = dict(strategy=STRATEGY_CODE[pinfo.strategy], grouping=pinfo.grouping, tiling=pinfo.tiling)
+        if self._topologies is not None:
+            col, row, eid = self._topologies[pinfo.strategy in EDGE_STRATEGIES]
+            fields.update(col=col, row=row, eid=eid)
+        return self.params.replace(**fields)
 
     def configure(self, pinfo: ParallelInfo) -> None:
         """Sets the CUDA configuration, refused (TypeError) where the core cannot run it."""
         reason = why_not(pinfo.strategy, self.signature, self._num_edges, _ext.compiled_cuda_keys())
         if reason:
             raise TypeError(f"{pinfo} cannot run this case: {reason}")
-        p = self.params
-        p.strategy, p.grouping, p.tiling = STRATEGY_CODE[pinfo.strategy], pinfo.grouping, pinfo.tiling
+        p = self.params = self.params_for(pinfo)
         nbytes = self._core.cuda_workspace_bytes(p)
         if nbytes:
             workspace = torch.empty(nbytes, dtype=torch.uint8, device=self._device)
@@ -177,17 +187,22 @@ def prepare(graph: UGraph, op_info: OpInfo, parallel_info: Optional[ParallelInfo
         out_len=bc.out_len, a_len=bc.a_len, b_len=bc.b_len, reduce_size=bc.reduce_size,
         a_off=a_off.data_ptr() if a_off is not None else 0, b_off=b_off.data_ptr() if b_off is not None else 0,
         b_off_block=bc.b_off_block)
+    # Message creation on CUDA may also walk the edges in edge-id order (Prepared.params_for).
+    order = graph.edge_order() if device.type == "cuda" and op.gather_op == "none" else None
+    topologies = None if order is None else (
+        (p.col, p.row, p.eid), (order[0].data_ptr(), order[1].data_ptr(), 0))
     # What the params point to: first what every call of this signature shares (a Plan keeps
     # those, not the graph object, so that a cache of plans does not keep graphs alive), then
     # this call's operands.
-    keep = [graph.indptr, graph.col, graph.row, graph.eid, a_off, b_off, a, b]
-    prepared = Prepared(p, outputs, keep, device, core, sig, graph.num_edges, pending=device.type == "cuda")
+    keep = [graph.indptr, graph.col, graph.row, graph.eid, a_off, b_off, order, a, b]
+    prepared = Prepared(p, outputs, keep, device, core, sig, graph.num_edges, pending=device.type == "cuda",
+                        topologies=topologies)
     if parallel_info is not None and prepared.pending:
         prepared.configure(parallel_info)
     return prepared
 
 
-_SHARED = 6  # prepare's keep: the graph's index tensors and the offsets
+_SHARED = 7  # prepare's keep: the graph's index tensors, the offsets and the edge-order COO
 
 
 class Plan:

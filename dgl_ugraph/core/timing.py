@@ -19,7 +19,7 @@ from typing import Callable, Dict, List, Optional, Sequence, Tuple
 import torch
 
 from dgl_ugraph.core import _ext, ops
-from dgl_ugraph.core.abstraction import STRATEGY_CODE, OpInfo, ParallelInfo
+from dgl_ugraph.core.abstraction import OpInfo, ParallelInfo
 
 
 class Refused(Exception):
@@ -186,7 +186,7 @@ class CudaRunner:
         self.starved_batches = 0
 
     def set(self, pinfo: ParallelInfo):
-        p = self.params.replace(strategy=STRATEGY_CODE[pinfo.strategy], grouping=pinfo.grouping, tiling=pinfo.tiling)
+        p = self.prep.params_for(pinfo)
         status, why = self.core.cuda_check(p)
         if status:
             raise Refused(why or f"status {status}")
