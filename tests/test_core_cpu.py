@@ -482,15 +482,15 @@ def test_message_params_take_the_edge_order_on_the_edge_strategies_only():
     """Prepared.params_for, the one place a CUDA configuration is applied (configure and the
     timing runner), with the two topologies prepare gives message creation on CUDA."""
     graph = random_graph(10, 8, 40, torch.int64, seed=28)
-    x = operand(10, (4,), torch.float32, torch.Generator().manual_seed(29))
-    prepared = prepare(graph, OpInfo("copy_lhs", "none", x, "src", None, "null", "edge"))
+    x = operand(40, (4,), torch.float32, torch.Generator().manual_seed(29))
+    prepared = prepare(graph, OpInfo("copy_lhs", "none", x, "edge", None, "null", "edge"))
     csc, coo = (11, 12, 13), (21, 22, 0)
     prepared._topologies = (csc, coo)
     for strategy, want in (("thread_vertex", csc), ("warp_vertex", csc), ("thread_edge", coo), ("warp_edge", coo)):
         p = prepared.params_for(ParallelInfo(strategy, 4, 2))
         assert (p.col, p.row, p.eid, p.grouping, p.tiling) == want + (4, 2)
     # CPU calls and aggregations keep CSC order alone.
-    assert prepare(graph, OpInfo("copy_lhs", "sum", x, "src", None, "null", "dst"))._topologies is None
+    assert prepare(graph, OpInfo("copy_lhs", "sum", x, "edge", None, "null", "dst"))._topologies is None
     assert prepared.params.col == graph.col.data_ptr()
 
 

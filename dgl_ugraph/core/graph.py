@@ -80,9 +80,9 @@ class UGraph:
 
     def edge_order(self) -> Optional[Tuple[torch.Tensor, torch.Tensor]]:
         """(src, dst) of every edge in edge-id order, or None where CSC order is edge-id order
-        already (eid None) or eid is not a permutation of the edge ids. Message creation on the
-        GPU's edge strategies walks this COO: in CSC order, a permuted eid scatters every edge row
-        it reads and writes, which on a graph too large for L2 costs most of the bandwidth. Built
+        already (eid None) or eid is not a permutation of the edge ids. Message creation from an
+        edge operand on the GPU's edge strategies walks this COO (core.ops.prepare): in CSC order,
+        a permuted eid scatters every edge row it reads and writes. Built
         once (two scatters and one check) and kept with the graph, whose structure never changes."""
         if self._edge_order is None:
             if self.eid is None:
