@@ -44,13 +44,17 @@ def dname(dtype) -> str:
 
 # ---- inputs ---------------------------------------------------------------------------------
 
-def random_graph(num_src: int, num_dst: int, num_edges: int, idtype, seed: int, isolated: int = 3) -> UGraph:
-    """Random multigraph in shuffled edge-id order (eid is a real permutation); the last
-    `isolated` destinations get no in-edges."""
+def random_coo(num_src: int, num_dst: int, num_edges: int, idtype, seed: int, isolated: int = 0):
+    """(src, dst, graph): a random multigraph's edge list in edge-id order and its UGraph (whose
+    eid is then a real permutation); the last `isolated` destinations get no in-edges."""
     gen = torch.Generator().manual_seed(seed)
     src = torch.randint(0, num_src, (num_edges,), generator=gen)
     dst = torch.randint(0, max(num_dst - isolated, 1), (num_edges,), generator=gen)
-    return UGraph.from_coo(src, dst, num_src, num_dst, idtype)
+    return src, dst, UGraph.from_coo(src, dst, num_src, num_dst, idtype)
+
+
+def random_graph(num_src: int, num_dst: int, num_edges: int, idtype, seed: int, isolated: int = 3) -> UGraph:
+    return random_coo(num_src, num_dst, num_edges, idtype, seed, isolated)[2]
 
 
 def square_graph(num_nodes: int, num_edges: int, idtype, seed: int, hub_share: float = 0.0) -> UGraph:
@@ -422,10 +426,7 @@ def test_nan_never_wins(gather):
 
 @pytest.mark.parametrize("idtype", IDTYPES, ids=dname)
 def test_from_coo_and_from_csc(idtype):
-    gen = torch.Generator().manual_seed(23)
-    src = torch.randint(0, 17, (120,), generator=gen)
-    dst = torch.randint(0, 13, (120,), generator=gen)
-    g = UGraph.from_coo(src, dst, 17, 13, idtype)
+    src, dst, g = random_coo(17, 13, 120, idtype, seed=23)
     assert g.idtype == idtype and g.num_edges == 120 and g.num_src == 17 and g.num_dst == 13
     assert torch.equal(g.indptr.long()[1:] - g.indptr.long()[:-1], torch.bincount(dst, minlength=13))
     assert (g.row[1:] >= g.row[:-1]).all()
@@ -442,10 +443,8 @@ def test_from_coo_and_from_csc(idtype):
 
 @pytest.mark.parametrize("idtype", IDTYPES, ids=dname)
 def test_reverse(idtype):
-    gen = torch.Generator().manual_seed(24)
-    src = torch.randint(0, 15, (200,), generator=gen)
-    dst = torch.randint(0, 11, (200,), generator=gen)
-    g = UGraph.from_coo(src, dst, 15, 11, idtype)
+    src, dst, g = random_coo(15, 11, 200, idtype, seed=24)
+    gen = torch.Generator().manual_seed(240)
     r = g.reverse()
     assert (r.num_src, r.num_dst, r.num_edges, r.idtype) == (11, 15, 200, idtype)
     # The reverse holds each edge once, swapped, under its original edge id.
@@ -463,10 +462,7 @@ def test_reverse(idtype):
 
 @pytest.mark.parametrize("idtype", IDTYPES, ids=dname)
 def test_edge_order_is_the_coo_in_edge_id_order(idtype):
-    gen = torch.Generator().manual_seed(27)
-    src = torch.randint(0, 15, (200,), generator=gen)
-    dst = torch.randint(0, 11, (200,), generator=gen)
-    g = UGraph.from_coo(src, dst, 15, 11, idtype)
+    src, dst, g = random_coo(15, 11, 200, idtype, seed=27)
     s, d = g.edge_order()
     assert s.dtype == d.dtype == idtype and torch.equal(s.long(), src) and torch.equal(d.long(), dst)
     assert g.edge_order()[0] is s  # built once
