@@ -142,4 +142,10 @@ if has dgl-dispatch; then
   { header; $PY scripts/bench_dispatch.py --device cuda --out "$OUT/dispatch_gpu.csv" 2>&1; } | quiet | tee "$OUT/dispatch_gpu.log" | tail -12
   [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
 fi
+# The device tool brings back at most 8 files from $OUT: past 7, everything travels as one archive
+# (a collection's three shards and the bench's four files together already exceed it).
+if [ "$(find "$OUT" -type f | wc -l)" -gt 7 ]; then
+  tar -czf /tmp/ugraph_results.tgz -C "$OUT" . && rm -rf "${OUT:?}"/* && mv /tmp/ugraph_results.tgz "$OUT/results.tgz"
+  echo "more than 7 result files: packed into \$OUT/results.tgz"
+fi
 exit $status
