@@ -82,8 +82,8 @@ class UGraph:
         """(src, dst) of every edge in edge-id order, or None where CSC order is edge-id order
         already (eid None) or eid is not a permutation of the edge ids. Message creation from an
         edge operand on the GPU's edge strategies walks this COO (core.ops.prepare): in CSC order,
-        a permuted eid scatters every edge row it reads and writes. Built
-        once (two scatters and one check) and kept with the graph, whose structure never changes."""
+        a permuted eid scatters every edge row it reads and writes. Built once (two scatters and
+        two checks) and kept with the graph, whose structure never changes."""
         if self._edge_order is None:
             if self.eid is None:
                 self._edge_order = False

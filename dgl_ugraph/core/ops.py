@@ -16,7 +16,8 @@ import torch
 from dgl_ugraph import settings
 from dgl_ugraph.core import _ext
 from dgl_ugraph.core.abstraction import (DTYPE_CODES, EDGE_OP_CODE, EDGE_STRATEGIES, GATHER_OP_CODE, STRATEGY_CODE,
-                                         TENSOR_TYPE_CODE, Broadcast, OpInfo, ParallelInfo, Signature, broadcast, uses_lhs, uses_rhs)
+                                         TENSOR_TYPE_CODE, Broadcast, OpInfo, ParallelInfo, Signature, broadcast,
+                                         uses_lhs, uses_rhs)
 from dgl_ugraph.core.capability import why_not
 from dgl_ugraph.core.graph import UGraph
 
@@ -68,7 +69,8 @@ class Prepared:
     (for timing, autotuning and repeated use). A CUDA call is `pending` until `configure` gives
     it a ParallelInfo."""
 
-    __slots__ = ("params", "outputs", "signature", "pending", "_keep", "_device", "_core", "_num_edges", "_topologies")
+    __slots__ = ("params", "outputs", "signature", "pending", "_keep", "_device", "_core", "_num_edges",
+                 "_topologies")
 
     def __init__(self, params, outputs, keep, device, core, sig=None, num_edges=0, pending=False, topologies=None):
         self.params, self.outputs, self._keep, self._device, self._core = params, outputs, keep, device, core
