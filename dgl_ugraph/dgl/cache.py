@@ -125,11 +125,13 @@ def _resolve(gidx) -> Union[GraphEntry, str]:
     return entry
 
 
-def _forget(gidx_id: int):
+def forget_slot(table: dict, key: int):
+    """The weak-reference callback that drops table[key], a (weakref, value) slot keyed by an
+    object's id, when that object dies, unless the id already serves a newer object's slot."""
     def callback(ref):
-        slot = _by_gidx.get(gidx_id)
+        slot = table.get(key)
         if slot is not None and slot[0] is ref:
-            del _by_gidx[gidx_id]
+            del table[key]
     return callback
 
 
@@ -148,7 +150,7 @@ def entry_for(gidx) -> Union[GraphEntry, str]:
         return slot[1]
     with _lock:
         result = _resolve(gidx)
-        _by_gidx[id(gidx)] = (weakref.ref(gidx, _forget(id(gidx))), result)
+        _by_gidx[id(gidx)] = (weakref.ref(gidx, forget_slot(_by_gidx, id(gidx))), result)
         if result.__class__ is GraphEntry:
             _recent[result.key] = result
             _recent.move_to_end(result.key)

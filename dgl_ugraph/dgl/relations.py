@@ -22,25 +22,19 @@ import warnings
 import weakref
 from typing import Dict, Tuple
 
+from dgl_ugraph.dgl import cache
+
 _dgl = {}  # DGL's own get_relation_graph, captured by enable()
 # id(parent index) -> (weak reference to it, {edge type: relation-graph index})
 _relations: Dict[int, Tuple[weakref.ref, dict]] = {}
 _lock = threading.Lock()
 
 
-def _forget(parent_id: int):
-    def callback(ref):
-        slot = _relations.get(parent_id)
-        if slot is not None and slot[0] is ref:
-            del _relations[parent_id]
-    return callback
-
-
 def _get_relation_graph(self, etype):
     slot = _relations.get(id(self))
     if slot is None or slot[0]() is not self:
         with _lock:
-            slot = _relations[id(self)] = (weakref.ref(self, _forget(id(self))), {})
+            slot = _relations[id(self)] = (weakref.ref(self, cache.forget_slot(_relations, id(self))), {})
     found = slot[1].get(etype)
     if found is None:
         found = slot[1][etype] = _dgl["get_relation_graph"](self, etype)
