@@ -12,9 +12,10 @@ Lifetimes:
   * `_by_gidx` holds an entry strongly only while one of its gidx objects is alive (a weak
     reference's callback drops it); `_by_arrays` holds entries weakly. A reverse graph's entry is
     owned by its forward graph's entry.
-  * The gidx objects DGL passes are mostly short-lived wrappers: `update_all` wraps the user's
-    graph in a new relation-graph gidx on every call, and `reverse()` makes a new one in every
-    backward. Python cannot see when the underlying C++ graph dies, so the RECENT_GRAPHS entries
+  * The gidx objects DGL passes may be short-lived wrappers: by DGL's own methods `update_all`
+    wraps the user's graph in a new relation-graph gidx on every call, and `reverse()` makes a new
+    one in every backward (while the plugin is on, `indexes` keeps one of each per graph index).
+    Python cannot see when the underlying C++ graph dies, so the RECENT_GRAPHS entries
     used last are also held strongly; an older one goes once no live gidx refers to it. That
     bounds what is kept beyond the user's own graphs; `clear()` releases it at once.
 """

@@ -9,8 +9,9 @@ kernels of DGL's, `_edge_softmax_forward/_backward`; they are replaced by dgl_ug
 kernel.)
 
 The same switch serves DGLGraph's all-node in/out-degrees from the graph cache (`degrees`),
-which GraphConv asks for in every forward pass, and keeps one relation-graph index per graph
-index and edge type (`relations`), which update_all and apply_edges otherwise make anew per call.
+which GraphConv asks for in every forward pass, and answers a graph index's pure queries once per
+index (`indexes`): above all the relation graph that update_all and apply_edges, and the reverse
+graph that every backward pass, would otherwise make anew per call.
 
 Each replacement asks `recognition` how the call runs, then runs it on dgl_ugraph's kernel (the
 decision's `core.ops.Plan`) or on DGL's own function. Heterograph calls (several edge types)
@@ -27,7 +28,7 @@ import warnings
 import torch
 
 from dgl_ugraph.core.ops import Plan, edge_softmax
-from dgl_ugraph.dgl import degrees, patterns, relations
+from dgl_ugraph.dgl import degrees, indexes, patterns
 from dgl_ugraph.dgl.recognition import Decision, after_failure, decision_for, make_op_info, meta
 from dgl_ugraph.dgl.stats import DGL, record, set_enabled
 
@@ -106,7 +107,7 @@ def enable():
         for name in present:
             setattr(sparse, name, _REPLACEMENTS[name])
         degrees.enable()
-        relations.enable()
+        indexes.enable()
         _enabled = True
         set_enabled(True)
 
@@ -126,7 +127,7 @@ def disable():
                 warnings.warn(f"dgl.backend.pytorch.sparse.{name} was replaced again after dgl_ugraph; "
                               "leaving that replacement in place", RuntimeWarning, stacklevel=2)
         degrees.disable()
-        relations.disable()
+        indexes.disable()
         _enabled = False
         set_enabled(False)
 
