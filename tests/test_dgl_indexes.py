@@ -85,17 +85,24 @@ def test_an_id_that_is_not_an_int_gets_dgl_s_answer_unmemoized():
     assert not any(isinstance(x, torch.Tensor) for k in gidx._cache if isinstance(k, tuple) for x in k)
 
 
-def test_what_empties_the_index_s_cache_or_pins_it_asks_again():
-    gidx = _graph()._graph
-    reverse = gidx.reverse()
+def test_what_empties_the_index_s_cache_or_pins_any_index_asks_again():
+    g = _graph()
+    gidx, other = g._graph, _graph(5)._graph
+    reverse, relation = gidx.reverse(), other.get_relation_graph(0)
     gidx._cache.clear()  # what the index's in-place clear() does
     assert gidx.reverse() is not reverse
     reverse = gidx.reverse()
+    assert gidx.is_pinned() is False and gidx.is_pinned() is False
     try:
         gidx.pin_memory_()
     except Exception:  # a CPU-only DGL cannot pin; the answers go all the same
         pass
+    # Pinning changes C++ graphs that other indexes share: every index asks again.
     assert gidx.reverse() is not reverse
+    assert other.get_relation_graph(0) is not relation
+    with dgl_ugraph.disabled():
+        pinned = gidx.is_pinned()
+    assert gidx.is_pinned() is pinned
 
 
 def test_repeated_training_steps_meet_no_new_graph_index_and_equal_dgl():

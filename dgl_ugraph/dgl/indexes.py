@@ -12,10 +12,12 @@ reverse index also costs the graph cache a lookup by arrays through the same API
 A graph index does not change once made: DGLGraph's structure-changing methods build a new index,
 DGL's C++ refuses the index's legacy `add_nodes`/`add_edges` on the graphs DGL makes, and its
 in-place `clear()` empties the index's `_cache` dict. So the answers go into that same dict, under
-keys of dgl_ugraph's own, and go with the index (or with a `clear()`). `pin_memory_` and `unpin_memory_` change an index in place: they empty
-the answers too, so that a reverse graph made before pinning is not served after it. DGL's own
-methods serve every call while the plugin is off, and `disable()` takes the answers back out of
-every index that still holds some.
+keys of dgl_ugraph's own, and go with the index (or with a `clear()`). `pin_memory_` and
+`unpin_memory_` change an index in place, and with it the C++ graphs it shares with its relation
+and reverse indexes: each opens a new pinning epoch, and answers of an earlier epoch are asked
+again, on every index (pinning happens once, before training; `is_pinned`, which DGL asks each
+time features are set, is then answered once too). DGL's own methods serve every call while the
+plugin is off, and `disable()` takes the answers back out of every index that still holds some.
 """
 from __future__ import annotations
 
@@ -39,6 +41,7 @@ QUERIES = {
     "num_edges": ("etype",),
     "get_relation_graph": ("etype",),
     "reverse": (),
+    "is_pinned": (),
 }
 # The in-place changes after which an index's answers are asked again.
 _INVALIDATORS = ("pin_memory_", "unpin_memory_")
@@ -49,6 +52,7 @@ _ours = {}  # their replacements, made once: an off-and-on program meets the sam
 # objects hash through a C API call (as the graph cache's slots).
 _holders: Dict[int, Tuple[weakref.ref, None]] = {}
 _lock = threading.Lock()
+_epoch = [0]  # the pinning epoch: bumped by every pin_memory_ and unpin_memory_
 
 
 def _answer(name, query):
@@ -58,14 +62,17 @@ def _answer(name, query):
         if answers is None or any(arg.__class__ is not int for arg in args):
             return query(self, *args)  # a numpy or tensor id: DGL's own answer, not memoized
         key = (_TAG, name) + args
-        found = answers.get(key, answers)
-        if found is answers:
-            found = answers[key] = query(self, *args)
-            slot = _holders.get(id(self))
-            if slot is None or slot[0]() is not self:
-                with _lock:
-                    _holders[id(self)] = (weakref.ref(self, cache.forget_slot(_holders, id(self))), None)
-        return found
+        found = answers.get(key)
+        if found is not None and found[0] == _epoch[0]:
+            return found[1]
+        epoch = _epoch[0]
+        value = query(self, *args)
+        answers[key] = (epoch, value)
+        slot = _holders.get(id(self))
+        if slot is None or slot[0]() is not self:
+            with _lock:
+                _holders[id(self)] = (weakref.ref(self, cache.forget_slot(_holders, id(self))), None)
+        return value
     method.__name__ = name
     method.__doc__ = query.__doc__
     return method
@@ -73,11 +80,11 @@ def _answer(name, query):
 
 def _invalidating(change):
     def method(self, *args, **kwargs):
-        _forget(self)
+        _epoch[0] += 1
         try:
             return change(self, *args, **kwargs)
         finally:
-            _forget(self)
+            _epoch[0] += 1
     method.__name__ = change.__name__
     method.__doc__ = change.__doc__
     return method
