@@ -9,6 +9,7 @@ import torch
 
 dgl = pytest.importorskip("dgl")
 import dgl.function as fn  # noqa: E402
+from dgl.graph_index import GraphIndex  # noqa: E402
 from dgl.heterograph_index import HeteroGraphIndex  # noqa: E402
 
 import dgl_ugraph  # noqa: E402
@@ -30,14 +31,14 @@ def _hetero():
 
 
 def test_every_query_is_replaced_while_on_and_dgl_s_own_while_off():
-    for name in indexes.QUERIES:
-        assert HeteroGraphIndex.__dict__[name].__doc__ is not None
-    replaced = {name: HeteroGraphIndex.__dict__[name] for name in indexes.QUERIES}
+    classes = {"HeteroGraphIndex": HeteroGraphIndex, "GraphIndex": GraphIndex}
+    replaced = {(c, name): classes[c].__dict__[name] for c, queries in indexes.QUERIES.items() for name in queries}
+    assert all(attr.__doc__ is not None for attr in replaced.values())
     with dgl_ugraph.disabled():
-        for name, ours in replaced.items():
-            assert HeteroGraphIndex.__dict__[name] is not ours, name
-    for name, ours in replaced.items():
-        assert HeteroGraphIndex.__dict__[name] is ours, name
+        for (c, name), ours in replaced.items():
+            assert classes[c].__dict__[name] is not ours, name
+    for (c, name), ours in replaced.items():
+        assert classes[c].__dict__[name] is ours, name
 
 
 def test_one_relation_and_one_reverse_index_per_graph_while_on_and_new_ones_per_call_while_off():
@@ -62,7 +63,8 @@ def test_the_answers_are_dgl_s(make):
                [gidx.num_edges(t) for t in range(gidx.number_of_etypes())],
                [gidx.get_relation_graph(t).num_edges(0) for t in range(gidx.number_of_etypes())],
                [tuple(x.tolist() for x in gidx.reverse().edges(t)) for t in range(gidx.number_of_etypes())],
-               gidx.metagraph.num_edges()]
+               gidx.metagraph.num_edges(), gidx.metagraph.num_nodes(),
+               [gidx.metagraph.find_edge(t) for t in range(gidx.number_of_etypes())]]
         asked.append(got)
     with dgl_ugraph.disabled():
         want = [gidx.number_of_etypes(), gidx.number_of_ntypes(), str(gidx.dtype), str(gidx.ctx),
@@ -70,7 +72,8 @@ def test_the_answers_are_dgl_s(make):
                 [gidx.num_edges(t) for t in range(gidx.number_of_etypes())],
                 [gidx.get_relation_graph(t).num_edges(0) for t in range(gidx.number_of_etypes())],
                 [tuple(x.tolist() for x in gidx.reverse().edges(t)) for t in range(gidx.number_of_etypes())],
-                gidx.metagraph.num_edges()]
+                gidx.metagraph.num_edges(), gidx.metagraph.num_nodes(),
+                [gidx.metagraph.find_edge(t) for t in range(gidx.number_of_etypes())]]
     assert asked == [want, want]
     for etype in g.canonical_etypes:  # each edge type keeps its own relation
         assert g[etype]._graph is g[etype]._graph

@@ -2,7 +2,7 @@
 
 DGL's Python asks its `HeteroGraphIndex` the same questions on every message-passing call:
 `update_all` and `apply_edges` ask `number_of_etypes()` (through `metagraph`: two calls into C and
-a GraphIndex object made and freed) at every level of their stack, `g[etype]` makes a new
+a GraphIndex object made and freed) at every level of their stack and the metagraph's `find_edge`, `g[etype]` makes a new
 relation-graph index per call (`get_relation_graph`), every backward pass makes a new reverse
 graph (`reverse()`), and setting features asks `num_nodes`, `ctx` and `dtype`. Each answer is a
 call through DGL's C API; on the GPU machine's DGL 2.4 (a ctypes FFI) that is 6-14 us, about 150
@@ -30,24 +30,29 @@ from typing import Dict, Tuple
 from dgl_ugraph.dgl import cache
 
 _TAG = "dgl_ugraph"
-# The queries answered once: name -> the parameters after self (None: a property).
+# The queries answered once, per class: name -> the parameters after self (None: a property).
 QUERIES = {
-    "metagraph": None,
-    "dtype": None,
-    "ctx": None,
-    "number_of_etypes": (),
-    "number_of_ntypes": (),
-    "num_nodes": ("ntype",),
-    "num_edges": ("etype",),
-    "get_relation_graph": ("etype",),
-    "reverse": (),
-    "is_pinned": (),
+    "HeteroGraphIndex": {
+        "metagraph": None,
+        "dtype": None,
+        "ctx": None,
+        "number_of_etypes": (),
+        "number_of_ntypes": (),
+        "num_nodes": ("ntype",),
+        "num_edges": ("etype",),
+        "get_relation_graph": ("etype",),
+        "reverse": (),
+        "is_pinned": (),
+    },
+    # The metagraph, which update_all asks for its edge type's node types on every call. Its
+    # legacy mutators empty its _cache too.
+    "GraphIndex": {"find_edge": ("eid",), "num_nodes": (), "num_edges": ()},
 }
-# The in-place changes after which an index's answers are asked again.
-_INVALIDATORS = ("pin_memory_", "unpin_memory_")
+# The in-place changes after which answers are asked again.
+_INVALIDATORS = {"HeteroGraphIndex": ("pin_memory_", "unpin_memory_"), "GraphIndex": ()}
 
-_dgl = {}  # DGL's own attributes of HeteroGraphIndex, captured by enable()
-_ours = {}  # their replacements, made once: an off-and-on program meets the same objects
+_dgl = {}  # (class, name) -> DGL's own attribute, captured by enable()
+_ours = {}  # (class, name) -> its replacement, made once: an off-and-on program meets the same objects
 # The indexes holding answers, for disable(): id -> (weak reference, None), by id because DGL's
 # objects hash through a C API call (as the graph cache's slots).
 _holders: Dict[int, Tuple[weakref.ref, None]] = {}
@@ -97,63 +102,66 @@ def _forget(index) -> None:
             answers.pop(key, None)
 
 
-def _index_class():
+def _classes():
+    from dgl.graph_index import GraphIndex
     from dgl.heterograph_index import HeteroGraphIndex
-    return HeteroGraphIndex
+    return {"HeteroGraphIndex": HeteroGraphIndex, "GraphIndex": GraphIndex}
 
 
-def _replacements(cls):
-    """{name: replacement} for this DGL's HeteroGraphIndex, or a reason it is left alone."""
+def _replacements(cls, queries, invalidators):
+    """{name: replacement} for one of this DGL's index classes, or a reason it is left alone."""
     new = inspect.getattr_static(cls, "__new__", None)
     code = getattr(getattr(new, "__func__", new), "__code__", None)
     if code is None or "_cache" not in code.co_names:
-        return "HeteroGraphIndex keeps no _cache dict"
+        return f"{cls.__name__} keeps no _cache dict"
     out = {}
-    for name, params in QUERIES.items():
+    for name, params in queries.items():
         attr = inspect.getattr_static(cls, name, None)
         if params is None:
             if not isinstance(attr, property) or attr.fset is not None:
-                return f"HeteroGraphIndex.{name} is not a read-only property"
+                return f"{cls.__name__}.{name} is not a read-only property"
             out[name] = property(_answer(name, attr.fget), doc=attr.__doc__)
         else:
             if not inspect.isfunction(attr) or tuple(inspect.signature(attr).parameters)[1:] != params:
-                return f"HeteroGraphIndex.{name} is not the expected {name}{('self',) + params}"
+                return f"{cls.__name__}.{name} is not the expected {name}{('self',) + params}"
             out[name] = _answer(name, attr)
-    for name in _INVALIDATORS:
+    for name in invalidators:
         attr = inspect.getattr_static(cls, name, None)
         if attr is None:
             continue
         if not inspect.isfunction(attr):
-            return f"HeteroGraphIndex.{name} is not a method"
+            return f"{cls.__name__}.{name} is not a method"
         out[name] = _invalidating(attr)
     return out
 
 
 def enable() -> None:
-    """Answers the queries from each index's `_cache`; a DGL whose HeteroGraphIndex looks otherwise
-    keeps its own methods (with a warning), the kernels being rerouted all the same."""
-    cls = _index_class()
+    """Answers the queries from each index's `_cache`; where a DGL's index class looks otherwise
+    it keeps its own methods (with a warning), the kernels being rerouted all the same."""
+    classes = _classes()
     with _lock:
         if _dgl:
             return
         if not _ours:
-            found = _replacements(cls)
-            if isinstance(found, str):
-                warnings.warn(f"{found}: DGL asks its graph indexes through its C API on every call",
-                              RuntimeWarning, stacklevel=3)
-                return
-            _ours.update(found)
-        for name, replacement in _ours.items():
-            _dgl[name] = cls.__dict__[name]
+            for cname, cls in classes.items():
+                found = _replacements(cls, QUERIES[cname], _INVALIDATORS[cname])
+                if isinstance(found, str):
+                    warnings.warn(f"{found}: DGL asks its graph indexes through its C API on every call",
+                                  RuntimeWarning, stacklevel=3)
+                    continue
+                _ours.update(((cname, name), replacement) for name, replacement in found.items())
+        for (cname, name), replacement in _ours.items():
+            cls = classes[cname]
+            _dgl[cname, name] = cls.__dict__[name]
             setattr(cls, name, replacement)
 
 
 def disable() -> None:
     """Puts DGL's own attributes back and takes the answers out of every index holding some."""
-    cls = _index_class()
+    classes = _classes()
     with _lock:
-        for name, own in _dgl.items():
-            setattr(cls, name, own)
+        for (cname, name), own in _dgl.items():
+            setattr(classes[cname], name, own)
         _dgl.clear()
         holders = [ref() for ref, _ in _holders.values()]
         _holders.clear()
