@@ -57,27 +57,45 @@ _ours = {}  # (class, name) -> its replacement, made once: an off-and-on program
 # objects hash through a C API call (as the graph cache's slots).
 _holders: Dict[int, Tuple[weakref.ref, None]] = {}
 _lock = threading.Lock()
-_epoch = [0]  # the pinning epoch: bumped by every pin_memory_ and unpin_memory_
+_epoch = 0  # the pinning epoch: bumped by every pin_memory_ and unpin_memory_
 
 
-def _answer(name, query):
-    """Method `name` answered from the index's `_cache` (its one int argument, if any, in the key)."""
-    def method(self, *args):
-        answers = getattr(self, "_cache", None)
-        if answers is None or any(arg.__class__ is not int for arg in args):
-            return query(self, *args)  # a numpy or tensor id: DGL's own answer, not memoized
-        key = (_TAG, name) + args
-        found = answers.get(key)
-        if found is not None and found[0] == _epoch[0]:
-            return found[1]
-        epoch = _epoch[0]
-        value = query(self, *args)
-        answers[key] = (epoch, value)
-        slot = _holders.get(id(self))
-        if slot is None or slot[0]() is not self:
-            with _lock:
-                _holders[id(self)] = (weakref.ref(self, cache.forget_slot(_holders, id(self))), None)
-        return value
+def _ask(self, answers, key, query, args):
+    """DGL's answer, kept in `answers` (the index's `_cache`) under `key` for this epoch."""
+    epoch = _epoch
+    value = query(self, *args)
+    answers[key] = (epoch, value)
+    slot = _holders.get(id(self))
+    if slot is None or slot[0]() is not self:
+        with _lock:
+            _holders[id(self)] = (weakref.ref(self, cache.forget_slot(_holders, id(self))), None)
+    return value
+
+
+def _answer(name, query, arity):
+    """Method `name` answered from the index's `_cache`, its one int argument (arity 1) in the key.
+    A fast path per arity: DGL asks these dozens of times per training step."""
+    if arity == 0:
+        key = (_TAG, name)
+
+        def method(self):
+            answers = getattr(self, "_cache", None)
+            if answers is None:
+                return query(self)
+            found = answers.get(key)
+            if found is not None and found[0] == _epoch:
+                return found[1]
+            return _ask(self, answers, key, query, ())
+    else:
+        def method(self, arg):
+            answers = getattr(self, "_cache", None)
+            if answers is None or arg.__class__ is not int:
+                return query(self, arg)  # a numpy or tensor id: DGL's own answer, not memoized
+            key = (_TAG, name, arg)
+            found = answers.get(key)
+            if found is not None and found[0] == _epoch:
+                return found[1]
+            return _ask(self, answers, key, query, (arg,))
     method.__name__ = name
     method.__doc__ = query.__doc__
     return method
@@ -85,11 +103,12 @@ def _answer(name, query):
 
 def _invalidating(change):
     def method(self, *args, **kwargs):
-        _epoch[0] += 1
+        global _epoch
+        _epoch += 1
         try:
             return change(self, *args, **kwargs)
         finally:
-            _epoch[0] += 1
+            _epoch += 1
     method.__name__ = change.__name__
     method.__doc__ = change.__doc__
     return method
@@ -120,11 +139,11 @@ def _replacements(cls, queries, invalidators):
         if params is None:
             if not isinstance(attr, property) or attr.fset is not None:
                 return f"{cls.__name__}.{name} is not a read-only property"
-            out[name] = property(_answer(name, attr.fget), doc=attr.__doc__)
+            out[name] = property(_answer(name, attr.fget, 0), doc=attr.__doc__)
         else:
             if not inspect.isfunction(attr) or tuple(inspect.signature(attr).parameters)[1:] != params:
                 return f"{cls.__name__}.{name} is not the expected {name}{('self',) + params}"
-            out[name] = _answer(name, attr)
+            out[name] = _answer(name, attr, len(params))
     for name in invalidators:
         attr = inspect.getattr_static(cls, name, None)
         if attr is None:
