@@ -110,6 +110,11 @@ class Prepared:
         return self.outputs
 
 
+# torch._C's current device and raw stream (a CPU-only torch has neither: no CUDA call reaches them).
+_cuda_get_device = getattr(torch._C, "_cuda_getDevice", None)
+_cuda_raw_stream = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+
+
 def _cuda_index(device: torch.device) -> Optional[int]:
     """The CUDA device index that `_launch` takes: None on CPU."""
     if device.type != "cuda":
@@ -135,11 +140,11 @@ def _launch(core, params, outputs, cuda_index: Optional[int], data: Optional[tup
     # re-checks that in Python). Each costs microseconds, which on a small graph is as much as
     # the kernel; so does a params object per call, which run_cuda_with spares a Plan.
     run, data = (core.run_cuda, ()) if data is None else (core.run_cuda_with, data)
-    if torch._C._cuda_getDevice() == cuda_index:
-        run(params, torch._C._cuda_getCurrentRawStream(cuda_index), *data)
+    if _cuda_get_device() == cuda_index:
+        run(params, _cuda_raw_stream(cuda_index), *data)
     else:
         with torch.cuda.device(cuda_index):
-            run(params, torch._C._cuda_getCurrentRawStream(cuda_index), *data)
+            run(params, _cuda_raw_stream(cuda_index), *data)
 
 
 def prepare(graph: UGraph, op_info: OpInfo, parallel_info: Optional[ParallelInfo] = None) -> Prepared:
@@ -219,7 +224,7 @@ class Plan:
     params with its own data pointers and runs, with no other Python work."""
 
     __slots__ = ("_template", "_keep", "_c_shape", "_c_like", "_arg_like", "_arg_a", "_arg_b", "_lhs", "_rhs",
-                 "_a_row", "_b_row", "_workspace", "_workspace_like", "_cuda_index", "_core")
+                 "_a_row", "_b_row", "_workspace", "_workspace_like", "_cuda_index", "_core", "_run_cuda_with")
 
     def __init__(self, graph: UGraph, op_info: OpInfo, parallel_info: Optional[ParallelInfo] = None,
                  first: Optional[Prepared] = None):
@@ -245,6 +250,7 @@ class Plan:
         self._workspace_like = torch.empty(0, dtype=torch.uint8, device=c.device) if self._workspace else None
         self._cuda_index = _cuda_index(c.device)
         self._core = _ext.core()
+        self._run_cuda_with = getattr(self._core, "run_cuda_with", None)
 
     def run(self, a: Optional[torch.Tensor], b: Optional[torch.Tensor]):
         """(C, argA, argB) for operands of the planned shapes, dtype and device."""
@@ -275,9 +281,15 @@ class Plan:
             # Held by this frame until the launch returns; the stream orders its later reuse.
             workspace = self._workspace_like.new_empty(self._workspace)
             workspace_ptr = workspace.data_ptr()
-        _launch(self._core, self._template, outputs, self._cuda_index,
-                (a_ptr, a_stride, b_ptr, b_stride, c.data_ptr(), arg_a.data_ptr() if arg_a is not None else 0,
-                 arg_b.data_ptr() if arg_b is not None else 0, workspace_ptr))
+        data = (a_ptr, a_stride, b_ptr, b_stride, c.data_ptr(), arg_a.data_ptr() if arg_a is not None else 0,
+                arg_b.data_ptr() if arg_b is not None else 0, workspace_ptr)
+        index = self._cuda_index
+        # The common CUDA call launched here, without _launch's frame: on a small graph each
+        # microsecond of Python is a tenth of the call.
+        if index is not None and not POISON_OUTPUTS and _cuda_get_device() == index:
+            self._run_cuda_with(self._template, _cuda_raw_stream(index), *data)
+        else:
+            _launch(self._core, self._template, outputs, index, data)
         return outputs
 
 

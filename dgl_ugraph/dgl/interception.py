@@ -188,6 +188,10 @@ def _planned(d: Decision, graph, lhs, rhs):
 
 
 def _run_spmm(d: Decision, entry, lhs, rhs):
+    plan = d.plan  # made by the first call on a graph with edges
+    if plan is not None and d.plain:
+        out, arg_a, arg_b = plan.run(lhs, rhs)
+        return out, (arg_a, arg_b)
     if d.expand_lhs:
         lhs = lhs.unsqueeze(-1)
     if d.expand_rhs:
@@ -213,6 +217,9 @@ def _run_spmm(d: Decision, entry, lhs, rhs):
 
 
 def _run_sddmm(d: Decision, entry, lhs, rhs):
+    plan = d.plan
+    if plan is not None and d.plain:
+        return plan.run(lhs, rhs)[0]
     if d.expand_lhs:
         lhs = lhs.unsqueeze(-1)
     if d.expand_rhs:

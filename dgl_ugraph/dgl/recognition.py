@@ -44,7 +44,7 @@ class Decision:
     """How one (graph, signature) runs: on dgl_ugraph (pattern set) or on DGL (pattern None)."""
 
     __slots__ = ("record", "pattern", "choice", "out_shape", "expand_lhs", "expand_rhs", "squeeze_out",
-                 "failure_key", "error", "plan")
+                 "failure_key", "error", "plan", "plain")
 
     def __init__(self, record, pattern=None, choice=None, out_shape=(), expand_lhs=False,
                  expand_rhs=False, squeeze_out=False, failure_key=None):
@@ -55,6 +55,8 @@ class Decision:
         self.expand_lhs = expand_lhs
         self.expand_rhs = expand_rhs
         self.squeeze_out = squeeze_out
+        # Operands and output as DGL passes them: a repeat call goes straight to the plan.
+        self.plain = not (expand_lhs or expand_rhs or squeeze_out)
         self.failure_key = failure_key
         self.error = None  # a message to raise as DGLError where DGL's own kernel would crash the process
         self.plan = None  # ops.Plan, made by the first call that runs on dgl_ugraph
