@@ -1322,32 +1322,37 @@ def run_gpu(args):
 
 
 def recheck_parity(args):
-    """For each case whose float32 parity failed, runs the same check in float64: if dgl_ugraph
-    and DGL then agree to ~1e-12, the float32 difference is rounding (summation order) amplified
-    by the model (GIN's five train-mode BatchNorms), not a wrong result."""
+    """For each case of --device whose float32 parity failed, runs the same check in float64 on
+    that device: if dgl_ugraph and DGL then agree to ~1e-12, the float32 difference is rounding
+    (summation order) amplified by the model (GIN's five train-mode BatchNorms), not a wrong
+    result. --only limits it to those graphs."""
     path = pathlib.Path(args.out or ROOT / "bench" / "models.csv")
     rows = list(csv.DictReader(open(path, newline="")))
-    failed = sorted({(r["model"], r["graph"], r["mode"]) for r in rows if r["parity_ok"] == "0"})
-    loads = {}
+    kind = "cuda" if torch.device(args.device).type == "cuda" else "cpu"
+    only = {g for g in args.only.split(",") if g}
+    failed = sorted({(r["model"], r["graph"], r["mode"]) for r in rows
+                     if r["parity_ok"] == "0" and device_kind(r["device"]) == kind and (not only or r["graph"] in only)})
     wanted = {g for _, g, _ in failed}
-    for gname, load in graph_cases(True, DEFAULT_STANDINS, wanted):
-        loads[gname] = load
+    # The graphs as the run built them: the stand-ins at full size and the large graphs on cuda.
+    loads = dict(graph_cases(True, DEFAULT_STANDINS, wanted, scale={} if kind == "cuda" else STANDIN_SCALE,
+                             large=[s.name for s in gs.LARGE] if kind == "cuda" else ()))
     found = {}
     for model_name, gname, mode in failed:
         src, dst, n, feat, labels = loads[gname]()
         feat, labels, classes = features(n, feat, labels)
         torch.manual_seed(0)
         model, prepare = build_model(model_name, feat.shape[1], classes)
-        model = model.double()
-        feat = feat.double()
-        g = make_dgl_graph(src, dst, n, prepare)
+        model = model.double().to(args.device)
+        feat, labels = feat.double().to(args.device), labels.to(args.device)
+        g = make_dgl_graph(src, dst, n, prepare, device=args.device)
         state = {k: v.clone() for k, v in model.state_dict().items()}
         _, ours, ref = results_on_and_off(model, g, feat, labels, state, mode)
         d, ok = parity(ours, ref, 1e-10)
         found[(model_name, gname, mode)] = f"{d:.3g}"
         print(f"{model_name:9} {gname:28} {mode:9} float64 maxdiff {d:.2e} {'ok' if ok else 'FAIL'}", flush=True)
     for r in rows:
-        r["parity_fp64_maxdiff"] = found.get((r["model"], r["graph"], r["mode"]), r.get("parity_fp64_maxdiff") or "")
+        if device_kind(r["device"]) == kind:
+            r["parity_fp64_maxdiff"] = found.get((r["model"], r["graph"], r["mode"]), r.get("parity_fp64_maxdiff") or "")
     write_rows(path, rows, append=False)
 
 
