@@ -52,28 +52,23 @@ def test_one_relation_and_one_reverse_index_per_graph_while_on_and_new_ones_per_
         assert g._graph.reverse() is not g._graph.reverse()
 
 
+def _answers(gidx):
+    """Every memoized query of an index, asked once each (edge types and node types in turn)."""
+    etypes, ntypes = range(gidx.number_of_etypes()), range(gidx.number_of_ntypes())
+    return [gidx.number_of_etypes(), gidx.number_of_ntypes(), str(gidx.dtype), str(gidx.ctx),
+            [gidx.num_nodes(t) for t in ntypes], [gidx.num_edges(t) for t in etypes],
+            [gidx.get_relation_graph(t).num_edges(0) for t in etypes],
+            [tuple(x.tolist() for x in gidx.reverse().edges(t)) for t in etypes],
+            gidx.metagraph.num_edges(), gidx.metagraph.num_nodes(), [gidx.metagraph.find_edge(t) for t in etypes]]
+
+
 @pytest.mark.parametrize("make", [_graph, _hetero], ids=["homogeneous", "heterograph"])
 def test_the_answers_are_dgl_s(make):
     g = make()
     gidx = g._graph
-    asked = []
-    for _ in range(2):  # the second round is answered from the index's cache
-        got = [gidx.number_of_etypes(), gidx.number_of_ntypes(), str(gidx.dtype), str(gidx.ctx),
-               [gidx.num_nodes(t) for t in range(gidx.number_of_ntypes())],
-               [gidx.num_edges(t) for t in range(gidx.number_of_etypes())],
-               [gidx.get_relation_graph(t).num_edges(0) for t in range(gidx.number_of_etypes())],
-               [tuple(x.tolist() for x in gidx.reverse().edges(t)) for t in range(gidx.number_of_etypes())],
-               gidx.metagraph.num_edges(), gidx.metagraph.num_nodes(),
-               [gidx.metagraph.find_edge(t) for t in range(gidx.number_of_etypes())]]
-        asked.append(got)
+    asked = [_answers(gidx) for _ in range(2)]  # the second round is answered from the index's cache
     with dgl_ugraph.disabled():
-        want = [gidx.number_of_etypes(), gidx.number_of_ntypes(), str(gidx.dtype), str(gidx.ctx),
-                [gidx.num_nodes(t) for t in range(gidx.number_of_ntypes())],
-                [gidx.num_edges(t) for t in range(gidx.number_of_etypes())],
-                [gidx.get_relation_graph(t).num_edges(0) for t in range(gidx.number_of_etypes())],
-                [tuple(x.tolist() for x in gidx.reverse().edges(t)) for t in range(gidx.number_of_etypes())],
-                gidx.metagraph.num_edges(), gidx.metagraph.num_nodes(),
-                [gidx.metagraph.find_edge(t) for t in range(gidx.number_of_etypes())]]
+        want = _answers(gidx)
     assert asked == [want, want]
     for etype in g.canonical_etypes:  # each edge type keeps its own relation
         assert g[etype]._graph is g[etype]._graph
