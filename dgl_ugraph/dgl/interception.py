@@ -7,8 +7,7 @@ globals there reroutes update_all/apply_edges with builtins, dgl.ops, edge_softm
 backward pass; patching dgl._sparse_ops would change nothing. (On CPU, EdgeSoftmax calls fused
 kernels of DGL's, `_edge_softmax_forward/_backward`; they are replaced by dgl_ugraph's fused CPU
 kernel.) The same module's `gspmm`/`gsddmm`, which those autograd functions call inside their
-backward passes and dgl.ops binds as gspmm_internal/gsddmm_internal (update_all, apply_edges), go
-straight to the replacements where autograd records nothing.
+backward passes, go straight to the replacements where autograd records nothing.
 
 The same switch serves DGLGraph's all-node in/out-degrees from the graph cache (`degrees`),
 which GraphConv asks for in every forward pass, and answers a graph index's pure queries once per
@@ -22,10 +21,8 @@ always go to DGL and are only counted.
 from __future__ import annotations
 
 import contextlib
-import importlib
 import inspect
 import re
-import sys
 import threading
 import warnings
 
@@ -55,9 +52,6 @@ _SIGNATURES = {
     "_edge_softmax_backward": ("gidx", "out", "sds"),
 }
 _OPTIONAL = frozenset({"_edge_softmax_forward", "_edge_softmax_backward"})
-# Modules that bound DGL's autograd entry points under another name at import: dgl.ops' gspmm and
-# gsddmm (behind update_all, apply_edges and dgl.ops) call them there. Module -> {alias: name}.
-_ALIASES = {"dgl.ops.spmm": {"gspmm_internal": "gspmm"}, "dgl.ops.sddmm": {"gsddmm_internal": "gsddmm"}}
 
 
 class UnsupportedDGLError(RuntimeError):
@@ -116,7 +110,6 @@ def enable():
                 _dgl[name] = current
         for name in present:
             setattr(sparse, name, _REPLACEMENTS[name])
-        _swap_aliases(_dgl, _REPLACEMENTS)
         degrees.enable()
         indexes.enable()
         _enabled = True
@@ -137,21 +130,10 @@ def disable():
             else:
                 warnings.warn(f"dgl.backend.pytorch.sparse.{name} was replaced again after dgl_ugraph; "
                               "leaving that replacement in place", RuntimeWarning, stacklevel=2)
-        _swap_aliases(_REPLACEMENTS, _dgl)
         degrees.disable()
         indexes.disable()
         _enabled = False
         set_enabled(False)
-
-
-def _swap_aliases(old: dict, new: dict) -> None:
-    """Each alias of _ALIASES that holds old[name] gets new[name]; one that holds anything else (a
-    DGL without it, or another patch) is left as it is."""
-    for module_name, aliases in _ALIASES.items():
-        module = sys.modules.get(module_name) or importlib.import_module(module_name)
-        for alias, name in aliases.items():
-            if name in old and name in new and getattr(module, alias, None) is old[name]:
-                setattr(module, alias, new[name])
 
 
 def is_enabled() -> bool:
