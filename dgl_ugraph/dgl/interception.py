@@ -283,6 +283,16 @@ def _recorded(x, y) -> bool:
     return torch.is_autocast_enabled()
 
 
+def _dgl_rewrite(op, rhs):
+    """DGL's entry points' rewrite of sub and div into add and mul of the negated or inverted rhs,
+    kept so that the results are DGL's to the bit."""
+    if op == "sub":
+        return "add", -rhs
+    if op == "div":
+        return "mul", 1.0 / rhs
+    return op, rhs
+
+
 # DGL's gspmm/gsddmm rewrite sub and div into add and mul of the negated or inverted rhs, then go
 # through autograd.Function.apply and the autocast checks to reach _gspmm/_gsddmm. Inside a
 # backward pass (grad mode off) autograd records nothing, so the call goes straight to the kernel
@@ -291,20 +301,14 @@ def _recorded(x, y) -> bool:
 def _gspmm_entry(gidx, op, reduce_op, lhs_data, rhs_data):
     if _recorded(lhs_data, rhs_data):
         return _dgl["gspmm"](gidx, op, reduce_op, lhs_data, rhs_data)
-    if op == "sub":
-        op, rhs_data = "add", -rhs_data
-    elif op == "div":
-        op, rhs_data = "mul", 1.0 / rhs_data
+    op, rhs_data = _dgl_rewrite(op, rhs_data)
     return _gspmm(gidx, op, reduce_op, lhs_data, rhs_data)[0]
 
 
 def _gsddmm_entry(gidx, op, lhs_data, rhs_data, lhs_target="u", rhs_target="v"):
     if _recorded(lhs_data, rhs_data):
         return _dgl["gsddmm"](gidx, op, lhs_data, rhs_data, lhs_target, rhs_target)
-    if op == "sub":
-        op, rhs_data = "add", -rhs_data
-    elif op == "div":
-        op, rhs_data = "mul", 1.0 / rhs_data
+    op, rhs_data = _dgl_rewrite(op, rhs_data)
     return _gsddmm(gidx, op, lhs_data, rhs_data, lhs_target, rhs_target)
 
 
