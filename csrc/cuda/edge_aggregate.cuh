@@ -1,15 +1,19 @@
 // Aggregation in the edge strategies (thread_edge, warp_edge), where several workers may share
-// an output row. A worker folds each run of consecutive positions of one row into a private
-// accumulator. A run that holds its whole row (the row lies in one unit of `group` positions) has
-// no one to race with: it stores C, and for max/min the args, directly. Every other run is
-// flushed once into a target that all workers share:
-//   sum, f32/f64 : C itself, cleared first, atomicAdd;
-//   sum, f16/bf16: a float workspace, cleared first, atomicAdd, then rounded into C;
-//   max/min      : a workspace of packed keys (common.cuh), cleared first, atomicMax, then
-//                  decoded into C, arg_a and arg_b.
-// The finishing pass of a workspace visits only the rows that were split over units (and the
-// empty rows, which no worker visits), so on a graph whose rows mostly fit a unit the workspace
-// costs little beyond its clearing.
+// an output row. Units are row-aligned (unit_start): unit u nominally holds positions
+// [u * group, (u + 1) * group), but a row no longer than `group` belongs whole to the unit where it
+// starts, and only a longer row is cut at the multiples of `group`. So a row is split over units
+// exactly when its degree exceeds `group` (row_split), and only those rows ever combine partial
+// results; every unit still holds fewer than 2 * group positions, however skewed the rows are.
+// A worker folds each run of consecutive positions of one row into a private accumulator. A run
+// that holds its whole row has no one to race with: it stores C, and for max/min the args,
+// directly. Every run of a split row is flushed once into a target that all workers share:
+//   sum, f32/f64 : C itself, its split rows cleared first, atomicAdd;
+//   sum, f16/bf16: a float workspace, its split rows cleared first, atomicAdd, then rounded into C;
+//   max/min      : a workspace of packed keys (common.cuh), its split rows cleared first,
+//                  atomicMax, then decoded into C, arg_a and arg_b.
+// Two passes over the rows (edge_rows_pass) do the clearing, write the empty rows (no worker
+// visits them) and finish the workspace; they write only split and empty rows, and read two
+// indptr entries per row otherwise.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -28,7 +32,8 @@ struct EdgeSink {
   static constexpr bool kStaged = !kPacked && is_half_v<DType>;
   // A double does not fit the 32-bit value half of a packed key; ug_cuda_check refuses it.
   static constexpr bool kSupported = !(kPacked && std::is_same_v<DType, double>);
-  static constexpr size_t kElementBytes = kPacked ? sizeof(unsigned long long) : sizeof(Acc);
+  // What the target holds per output element.
+  using Element = std::conditional_t<kPacked, unsigned long long, std::conditional_t<kStaged, float, DType>>;
 
   void* target;  // C, the float workspace or the keys, as above
 
@@ -79,51 +84,72 @@ struct EdgeSink {
   }
 };
 
-// Whether the row of output element i was split over units of `group` positions, so that its
-// value is in the workspace; an empty row (*empty) was visited by no worker at all. The
-// divisions run in 32 bits where the operands fit (a 64-bit division is a slow subroutine).
+// The first position of unit u: u * group, moved past the row it falls in where that row starts
+// before it and is no longer than `group` (the row then belongs whole to an earlier unit).
+// Unit u holds [unit_start(u), unit_start(u + 1)), possibly nothing at the end of the graph.
 template <typename IdType>
-__device__ __forceinline__ bool row_split(const Topology<IdType>& g, int64_t i, int64_t out_len, int64_t group,
-                                          bool* empty) {
-  auto div = [](int64_t a, int64_t b) -> int64_t {
-    return (a >> 31) == 0 ? int64_t(uint32_t(a) / uint32_t(b)) : a / b;
-  };
-  const int64_t v = div(i, out_len);
-  const int64_t b = g.begin(v), e = g.end(v);
-  *empty = b == e;
-  return b < e && div(b, group) != div(e - 1, group);
+__device__ __forceinline__ int64_t unit_start(const Topology<IdType>& g, int64_t u, int64_t group) {
+  const int64_t p = u * group;
+  if (p >= g.num_edges) return g.num_edges;
+  const int64_t v = g.dst(p);
+  const int64_t b = g.begin(v);
+  if (b == p) return p;
+  const int64_t e = g.end(v);
+  return e - b <= group ? e : p;
 }
 
-template <typename DType, typename IdType>
-__global__ void __launch_bounds__(kBlock, kMinBlocks)
-    round_staged_sum(const float* __restrict__ staged, const OpArgs<DType, IdType> x, int64_t n, int64_t group) {
-  for (int64_t i = global_thread(); i < n; i += thread_count()) {
-    bool empty;
-    if (row_split(x.graph, i, x.out_len, group, &empty) || empty) x.c[i] = from_acc<DType>(staged[i]);
-  }
-}
+// Whether a row of `degree` positions is split over units (its value goes through the target).
+__host__ __device__ __forceinline__ bool row_split(int64_t degree, int64_t group) { return degree > group; }
 
-template <typename Reduce, typename DType, typename IdType>
+// One pass over the destination rows, a lane per row and the lanes of a warp over the elements of
+// each row that needs writing. kFinish false (before the aggregation): clears the target's split
+// rows and writes the empty rows of C (the reduce zero, args 0). kFinish true (after it): decodes
+// the keys or rounds the float workspace of the split rows into C.
+template <bool kFinish, typename Reduce, typename DType, typename IdType>
 __global__ void __launch_bounds__(kBlock, kMinBlocks)
-    decode_packed(const unsigned long long* __restrict__ keys, const OpArgs<DType, IdType> x, int64_t n,
-                  int64_t group) {
-  for (int64_t i = global_thread(); i < n; i += thread_count()) {
-    bool empty;
-    if (!row_split(x.graph, i, x.out_len, group, &empty) && !empty) continue;
-    const unsigned long long key = keys[i];
-    if (key == 0) {
-      x.store(i, Reduce::zero(), 0, 0);
-      continue;
+    edge_rows_pass(const EdgeSink<Reduce, DType> sink, const OpArgs<DType, IdType> x, int64_t group) {
+  using Sink = EdgeSink<Reduce, DType>;
+  const Topology<IdType>& g = x.graph;
+  const int lane = lane_id();
+  for (int64_t base = global_warp() * kWarp; base < g.num_dst; base += warp_count() * kWarp) {
+    const int64_t v = base + lane;
+    const int64_t degree = v < g.num_dst ? g.end(v) - g.begin(v) : -1;
+    const bool split = row_split(degree, group);
+    unsigned rows = __ballot_sync(kFullMask, kFinish ? split : split || degree == 0);
+    const unsigned split_rows = __ballot_sync(kFullMask, split);
+    while (rows != 0) {
+      const int l = __ffs(rows) - 1;
+      rows &= rows - 1;
+      const bool row_is_split = (split_rows >> l) & 1u;
+      const int64_t first = (base + l) * x.out_len;
+      for (int64_t j = lane; j < x.out_len; j += kWarp) {
+        const int64_t i = first + j;
+        if constexpr (kFinish) {
+          if constexpr (Sink::kPacked) {
+            const unsigned long long key = static_cast<const unsigned long long*>(sink.target)[i];
+            if (key == 0) {  // nothing beat the reduce zero
+              x.store(i, Reduce::zero(), 0, 0);
+            } else {
+              const int64_t pos = key_position(key);
+              x.store(i, key_value<Reduce::is_min>(static_cast<uint32_t>(key >> 32)),
+                      x.arg_a && x.a_rows.used ? x.a_rows.at(pos) : 0, x.arg_b && x.b_rows.used ? x.b_rows.at(pos) : 0);
+            }
+          } else if constexpr (Sink::kStaged) {
+            x.c[i] = from_acc<DType>(static_cast<const float*>(sink.target)[i]);
+          }
+        } else if (row_is_split) {
+          static_cast<typename Sink::Element*>(sink.target)[i] = typename Sink::Element(0);
+        } else {
+          x.store(i, Reduce::zero(), 0, 0);
+        }
+      }
     }
-    const int64_t pos = key_position(key);
-    x.store(i, key_value<Reduce::is_min>(static_cast<uint32_t>(key >> 32)),
-            x.arg_a && x.a_rows.used ? x.a_rows.at(pos) : 0, x.arg_b && x.b_rows.used ? x.b_rows.at(pos) : 0);
   }
 }
 
-// Clears the target, runs launch(sink) (the strategy's aggregation kernel, over units of
-// p.grouping positions) when there are edges, and finishes C. Every element of C (and of the
-// args) is written, also where E = 0.
+// Prepares the target and the empty rows, runs launch(sink) (the strategy's aggregation kernel,
+// over the row-aligned units of p.grouping positions) when there are edges, and finishes C. Every
+// element of C (and of the args) is written, also where E = 0.
 template <typename Reduce, typename DType, typename IdType, typename Launch>
 cudaError_t run_edge_aggregation(const UgParams& p, const OpArgs<DType, IdType>& x, cudaStream_t stream,
                                  Launch&& launch) {
@@ -131,22 +157,18 @@ cudaError_t run_edge_aggregation(const UgParams& p, const OpArgs<DType, IdType>&
   if constexpr (!Sink::kSupported) {
     return cudaErrorNotSupported;
   } else {
-    const int64_t n = p.num_dst * p.out_len;
-    if (n == 0) return cudaSuccess;
+    if (p.num_dst == 0 || p.out_len == 0) return cudaSuccess;
     const Sink sink{Sink::kPacked || Sink::kStaged ? p.workspace : p.c};
-    UG_CUDA_TRY(cudaMemsetAsync(sink.target, 0, static_cast<size_t>(n) * Sink::kElementBytes, stream));
+    const unsigned grid = grid_for(p.num_dst);
+    edge_rows_pass<false, Reduce><<<grid, kBlock, 0, stream>>>(sink, x, p.grouping);
+    UG_CUDA_TRY(cudaGetLastError());
     if (p.num_edges > 0) {
       launch(sink);
       UG_CUDA_TRY(cudaGetLastError());
-    }
-    if constexpr (Sink::kPacked) {
-      decode_packed<Reduce><<<grid_for(n), kBlock, 0, stream>>>(static_cast<const unsigned long long*>(sink.target),
-                                                                 x, n, p.grouping);
-      UG_CUDA_TRY(cudaGetLastError());
-    } else if constexpr (Sink::kStaged) {
-      round_staged_sum<<<grid_for(n), kBlock, 0, stream>>>(static_cast<const float*>(sink.target), x, n,
-                                                            p.grouping);
-      UG_CUDA_TRY(cudaGetLastError());
+      if constexpr (Sink::kPacked || Sink::kStaged) {
+        edge_rows_pass<true, Reduce><<<grid, kBlock, 0, stream>>>(sink, x, p.grouping);
+        UG_CUDA_TRY(cudaGetLastError());
+      }
     }
     return cudaSuccess;
   }

@@ -13,9 +13,11 @@
 //
 // team_vertex_*: a unit is `group` consecutive destination rows; each row's edges are walked in
 //   CSC order, so there are no atomics and max/min find the first winner as a serial scan does.
-// team_edge_*: a unit is `group` consecutive positions in CSC order, whatever rows they fall in,
-//   so every team does the same work however skewed the in-degrees are (merge-path balance).
-//   Aggregation folds each run of one row into registers and flushes it through
+// team_edge_*: a unit is about `group` consecutive positions in CSC order. Message creation cuts
+//   them at multiples of `group` whatever rows they fall in; aggregation aligns them to rows
+//   no longer than `group` (edge_aggregate.cuh's unit_start), so that only longer rows are
+//   split. Either way every team does at most 2 * group positions however skewed the in-degrees
+//   are. Aggregation folds each run of one row into registers and flushes it through
 //   edge_aggregate.cuh: a run that holds its whole row is stored, the others combine atomically.
 #pragma once
 
@@ -277,8 +279,8 @@ __global__ void __launch_bounds__(kBlock, kMinBlocks)
   int64_t unit;
   uint32_t tile;
   for (walk.first(team_index(lanes_log2), unit, tile); unit < walk.units; walk.next(unit, tile)) {
-    const int64_t p_begin = unit * group;
-    const int64_t p_end = min64(p_begin + group, g.num_edges);
+    const int64_t p_begin = unit_start(g, unit, group);
+    const int64_t p_end = unit_start(g, unit + 1, group);
     for (int64_t slab = tile; slab < slabs; slab += walk.tiles) {
       const int64_t first = slab * slab_elems + lane_first;
       const bool active = first < x.out_len;
@@ -292,7 +294,7 @@ __global__ void __launch_bounds__(kBlock, kMinBlocks)
         p = run_end;
         if (!active) continue;
         const int64_t out = v * x.out_len + first;
-        if (row_begin >= p_begin && row_end <= p_end) {  // the run is the whole row: C directly
+        if (!row_split(row_end - row_begin, group)) {  // the run is the whole row: C directly
           store_vec<kVec>(x.c + out, f.acc);
           if constexpr (Sink::kPacked) {
             // The winners' operand rows from their positions (f.acc holds the reduce zero where

@@ -1,5 +1,6 @@
-// thread_edge: a worker is one thread; a work unit is (`group` consecutive positions in CSC
-// order, feature tile j of `tiles`), tiles interleaved over the elements as in thread_vertex.
+// thread_edge: a worker is one thread; a work unit is (about `group` consecutive positions in CSC
+// order, row-aligned as in edge_aggregate.cuh, feature tile j of `tiles`),
+// tiles interleaved over the elements as in thread_vertex.
 // Message creation writes each position's own output row. Aggregation keeps one accumulator
 // while the destination stays the same and flushes it through edge_aggregate.cuh when the row
 // changes or the group ends.
@@ -24,9 +25,10 @@ __global__ void __launch_bounds__(kBlock, kMinBlocks)
   int64_t unit;
   uint32_t tile;
   for (walk.first(global_thread(), unit, tile); unit < walk.units; walk.next(unit, tile)) {
-    const int64_t p_begin = unit * group;
-    const int64_t p_end = min64(p_begin + group, g.num_edges);
-    // A run that touches an end of the group covers its whole row only if the position just
+    const int64_t p_begin = unit_start(g, unit, group);
+    const int64_t p_end = unit_start(g, unit + 1, group);
+    if (p_begin >= p_end) continue;  // a unit past the last row that starts in it
+    // A run that touches an end of the unit covers its whole row only if the position just
     // outside that end belongs to another row (-1: there is none).
     const int64_t row_before = p_begin > 0 ? g.dst(p_begin - 1) : -1;
     const int64_t row_after = p_end < g.num_edges ? g.dst(p_end) : -1;

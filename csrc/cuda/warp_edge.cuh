@@ -2,8 +2,8 @@
 // edge op but dot runs as team::launch_edge (team.cuh): teams of 1-32 lanes with 16-byte
 // accesses over `group` positions each, balanced however skewed the rows are; dot messages run
 // as team::launch_dot_message. An aggregated dot runs here, where the lanes split its products:
-// a worker is one warp; a work unit is (`group` consecutive positions in CSC order,
-// feature tile j of `tiles`), with the lanes and chunks of warp_vertex (LaneLayout in
+// a worker is one warp; a work unit is (about `group` consecutive positions in CSC order,
+// row-aligned as in edge_aggregate.cuh, feature tile j of `tiles`), with the lanes and chunks of warp_vertex (LaneLayout in
 // common.cuh). Aggregation keeps one accumulator per lane while the destination stays the same
 // and flushes it through edge_aggregate.cuh when the row changes or the group ends. The indices
 // of 32 positions are loaded at once, one per lane, and broadcast by shuffles. Lanes past the
@@ -34,9 +34,10 @@ __global__ void __launch_bounds__(kBlock, kMinBlocks)
   int64_t unit;
   uint32_t tile;
   for (walk.first(global_warp(), unit, tile); unit < walk.units; walk.next(unit, tile)) {
-    const int64_t p_begin = unit * group;
-    const int64_t p_end = min64(p_begin + group, g.num_edges);
-    // A run that touches an end of the group covers its whole row only if the position just
+    const int64_t p_begin = unit_start(g, unit, group);
+    const int64_t p_end = unit_start(g, unit + 1, group);
+    if (p_begin >= p_end) continue;  // a unit past the last row that starts in it
+    // A run that touches an end of the unit covers its whole row only if the position just
     // outside that end belongs to another row (-1: there is none).
     const int64_t row_before = p_begin > 0 ? g.dst(p_begin - 1) : -1;
     const int64_t row_after = p_end < g.num_edges ? g.dst(p_end) : -1;
