@@ -57,29 +57,34 @@ struct EdgeSink {
   }
 
   // The sums of a partial run over kVec consecutive elements from i on (i a multiple of kVec,
-  // the target's rows aligned: see team::with_vector_width), as 16-byte vector atomics where the
-  // GPU has them (float4, sm_90 on), a quarter of the atomic operations of one per element.
+  // the target's rows aligned: see team::with_vector_width), as 16- or 8-byte vector atomics
+  // where the GPU has them (float4 and float2, sm_90 on): a quarter or half of the atomic
+  // operations of one per element.
   template <int kVec>
   __device__ __forceinline__ void flush_partial_sum(int64_t i, const Acc (&acc)[kVec]) const {
     static_assert(!kPacked, "max/min flush through packed keys");
-    // The float4 overload exists only where the GPU has it: the guard keeps the call out of the
-    // other architectures' compilation altogether (a discarded branch is still parsed).
+    // The vector overloads exist only where the GPU has them: the guard keeps the calls out of
+    // the other architectures' compilation altogether (a discarded branch is still parsed).
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-    constexpr bool kVector = std::is_same_v<Acc, float> && kVec % 4 == 0;
+    constexpr int kStep = !std::is_same_v<Acc, float> ? 1 : kVec % 4 == 0 ? 4 : kVec % 2 == 0 ? 2 : 1;
 #else
-    constexpr bool kVector = false;
+    constexpr int kStep = 1;
 #endif
     auto* out = static_cast<Acc*>(target) + i;
-    if constexpr (kVector) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-#pragma unroll
-      for (int k = 0; k < kVec; k += 4) {
-        atomicAdd(reinterpret_cast<float4*>(out + k), make_float4(acc[k], acc[k + 1], acc[k + 2], acc[k + 3]));
-      }
-#endif
-    } else {
+    if constexpr (kStep == 1) {
 #pragma unroll
       for (int k = 0; k < kVec; ++k) atomicAdd(out + k, acc[k]);
+    } else {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+#pragma unroll
+      for (int k = 0; k < kVec; k += kStep) {
+        if constexpr (kStep == 4) {
+          atomicAdd(reinterpret_cast<float4*>(out + k), make_float4(acc[k], acc[k + 1], acc[k + 2], acc[k + 3]));
+        } else {
+          atomicAdd(reinterpret_cast<float2*>(out + k), make_float2(acc[k], acc[k + 1]));
+        }
+      }
+#endif
     }
   }
 };

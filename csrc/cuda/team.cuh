@@ -3,7 +3,8 @@
 //
 // A worker is a team of T lanes of one warp (T a power of two, 1..32, sized to the output row),
 // and each lane owns kVec consecutive output elements: kVec = 16 bytes / sizeof(DType) where the
-// operands allow 16-byte accesses (then every A, B and C access of a lane is one vector), else 1.
+// operands allow 16-byte accesses (then every A, B and C access of a lane is one vector), else
+// half that where they allow 8-byte ones, else 1 (with_vector_width).
 // A team covers a slab of T * kVec elements; a wider output row has several slabs, which tile j
 // of `tiles` takes as slabs j, j + tiles, .... So a narrow row packs 32 / T rows per warp instead
 // of idling lanes, and a wide one keeps every lane on 16-byte accesses.
@@ -38,14 +39,20 @@ constexpr int kInFlight = 4;
 template <typename DType>
 constexpr int kVecOf = 16 / static_cast<int>(sizeof(DType));
 
-// kVec values of DType at p: one 16-byte read-only load, or one scalar load when kVec == 1.
+// The unsigned type of an 8- or 16-byte vector access.
+template <int kBytes> struct RawOf;
+template <> struct RawOf<8> { using type = uint2; };
+template <> struct RawOf<16> { using type = uint4; };
+
+// kVec values of DType at p: one 16-byte (or 8-byte) read-only load, or one scalar load
+// when kVec == 1.
 template <int kVec, typename DType>
 __device__ __forceinline__ void load_vec(const DType* p, acc_t<DType> (&out)[kVec]) {
   if constexpr (kVec == 1) {
     out[0] = load(p);
   } else {
-    static_assert(kVec * sizeof(DType) == 16, "a vector is 16 bytes");
-    const uint4 raw = __ldg(reinterpret_cast<const uint4*>(p));
+    using Raw = typename RawOf<kVec * sizeof(DType)>::type;
+    const Raw raw = __ldg(reinterpret_cast<const Raw*>(p));
     DType vals[kVec];
     memcpy(vals, &raw, sizeof(raw));
 #pragma unroll
@@ -58,12 +65,13 @@ __device__ __forceinline__ void store_vec(DType* p, const acc_t<DType> (&in)[kVe
   if constexpr (kVec == 1) {
     *p = from_acc<DType>(in[0]);
   } else {
+    using Raw = typename RawOf<kVec * sizeof(DType)>::type;
     DType vals[kVec];
 #pragma unroll
     for (int k = 0; k < kVec; ++k) vals[k] = from_acc<DType>(in[k]);
-    uint4 raw;
+    Raw raw;
     memcpy(&raw, vals, sizeof(raw));
-    *reinterpret_cast<uint4*>(p) = raw;
+    *reinterpret_cast<Raw*>(p) = raw;
   }
 }
 
@@ -464,30 +472,36 @@ __global__ void __launch_bounds__(kBlock, kMinBlocks)
 }
 
 // Host side: whether every row of an operand (at data, rows `stride` elements apart, no broadcast
-// offsets) starts on a 16-byte boundary and holds whole vectors of kV elements.
-template <int kV>
-bool whole_vectors(const void* data, int64_t stride, const int64_t* off) {
-  return off == nullptr && stride % kV == 0 && (reinterpret_cast<uintptr_t>(data) & 15u) == 0;
+// offsets) starts on a boundary of `bytes` and holds whole vectors of vec elements.
+inline bool whole_vectors(const void* data, int64_t stride, const int64_t* off, int vec, int bytes) {
+  return off == nullptr && stride % vec == 0 && (reinterpret_cast<uintptr_t>(data) % bytes) == 0;
+}
+
+// Host side: whether lanes of kVec-element vectors fit the operands: every row of A, B and C
+// starts on a vector boundary and holds whole vectors, or (kGatherB) B gives one value per
+// vector, as b_off_block promises.
+template <typename DType, int kVec>
+bool vectors_fit(const UgParams& p, bool gather_b) {
+  constexpr int kBytes = kVec * static_cast<int>(sizeof(DType));
+  const bool lhs = p.edge_op != UG_COPY_RHS, rhs = p.edge_op != UG_COPY_LHS;
+  if (p.out_len % kVec != 0 || reinterpret_cast<uintptr_t>(p.c) % kBytes != 0) return false;
+  if (lhs && !whole_vectors(p.a, p.a_row_stride, p.a_off, kVec, kBytes)) return false;
+  if (gather_b) return lhs && rhs && p.b_off_block % kVec == 0;
+  return !rhs || whole_vectors(p.b, p.b_row_stride, p.b_off, kVec, kBytes);
 }
 
 // Host side: calls f(std::integral_constant<int, kVec>, std::bool_constant<kGatherB>) with the
-// widest access the operands allow: 16-byte vectors where every row of A, B and C starts on a
-// 16-byte boundary and holds whole vectors (B may instead give one value per vector, as
-// b_off_block promises), else scalars.
+// widest access the operands allow: 16-byte vectors, else 8-byte ones (a GAT head of 4 halves,
+// a row of 2 floats), else scalars. At each width, B read as whole vectors comes first, then B
+// gathered once per vector.
 template <typename DType, typename F>
 cudaError_t with_vector_width(const UgParams& p, F&& f) {
   constexpr int kV = kVecOf<DType>;
-  const bool lhs = p.edge_op != UG_COPY_RHS, rhs = p.edge_op != UG_COPY_LHS;
-  auto whole = [&](bool used, const void* data, int64_t stride, const int64_t* off) {
-    return !used || whole_vectors<kV>(data, stride, off);
-  };
-  const bool vec_c = p.out_len % kV == 0 && (reinterpret_cast<uintptr_t>(p.c) & 15u) == 0;
-  const bool vec_a = whole(lhs, p.a, p.a_row_stride, p.a_off);
-  if (vec_c && vec_a && whole(rhs, p.b, p.b_row_stride, p.b_off)) {
-    return f(std::integral_constant<int, kV>(), std::false_type());
-  }
-  if (vec_c && vec_a && lhs && rhs && p.b_off_block % kV == 0) {
-    return f(std::integral_constant<int, kV>(), std::true_type());
+  if (vectors_fit<DType, kV>(p, false)) return f(std::integral_constant<int, kV>(), std::false_type());
+  if (vectors_fit<DType, kV>(p, true)) return f(std::integral_constant<int, kV>(), std::true_type());
+  if constexpr (kV / 2 > 1) {
+    if (vectors_fit<DType, kV / 2>(p, false)) return f(std::integral_constant<int, kV / 2>(), std::false_type());
+    if (vectors_fit<DType, kV / 2>(p, true)) return f(std::integral_constant<int, kV / 2>(), std::true_type());
   }
   return f(std::integral_constant<int, 1>(), std::false_type());
 }
@@ -573,8 +587,9 @@ cudaError_t launch_dot_message(const UgParams& p, const OpArgs<DType, IdType>& x
     dot_message<kByRow, kVec><<<plan.grid, kBlock, 0, stream>>>(x, plan.walk, p.grouping, d);
     return cudaGetLastError();
   };
-  if (p.reduce_size % kV == 0 && whole_vectors<kV>(p.a, p.a_row_stride, p.a_off) &&
-      whole_vectors<kV>(p.b, p.b_row_stride, p.b_off)) {
+  constexpr int kBytes = kV * static_cast<int>(sizeof(DType));
+  if (p.reduce_size % kV == 0 && whole_vectors(p.a, p.a_row_stride, p.a_off, kV, kBytes) &&
+      whole_vectors(p.b, p.b_row_stride, p.b_off, kV, kBytes)) {
     return launch(std::integral_constant<int, kV>());
   }
   return launch(std::integral_constant<int, 1>());
