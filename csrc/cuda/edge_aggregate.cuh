@@ -97,56 +97,51 @@ __device__ __forceinline__ int64_t unit_start(const Topology<IdType>& g, int64_t
   const int64_t p = u * group;
   if (p >= g.num_edges) return g.num_edges;
   const int64_t v = g.dst(p);
-  const int64_t b = g.begin(v);
-  if (b == p) return p;
-  const int64_t e = g.end(v);
-  return e - b <= group ? e : p;
+  const int64_t b = g.begin(v), e = g.end(v);  // both loads in flight at once
+  return b < p && e - b <= group ? e : p;
 }
 
 // Whether a row of `degree` positions is split over units (its value goes through the target).
 __host__ __device__ __forceinline__ bool row_split(int64_t degree, int64_t group) { return degree > group; }
 
-// One pass over the destination rows, a lane per row and the lanes of a warp over the elements of
-// each row that needs writing. kFinish false (before the aggregation): clears the target's split
-// rows and writes the empty rows of C (the reduce zero, args 0). kFinish true (after it): decodes
-// the keys or rounds the float workspace of the split rows into C.
+// One pass over the destination rows, a team of 2^lanes_log2 lanes (at most 8) per row, its
+// lanes over the row's elements. kFinish false (before the aggregation): clears the target's
+// split rows and writes the empty rows of C (the reduce zero, args 0). kFinish true (after it):
+// decodes the keys or rounds the float workspace of the split rows into C. Every lane reads its
+// row's degree itself, so no lane waits on another: on a small graph the pass costs about one
+// launch, and on a large one about two index loads per row.
 template <bool kFinish, typename Reduce, typename DType, typename IdType>
 __global__ void __launch_bounds__(kBlock, kMinBlocks)
-    edge_rows_pass(const EdgeSink<Reduce, DType> sink, const OpArgs<DType, IdType> x, int64_t group) {
+    edge_rows_pass(const EdgeSink<Reduce, DType> sink, const OpArgs<DType, IdType> x, int64_t group,
+                   int lanes_log2) {
   using Sink = EdgeSink<Reduce, DType>;
   const Topology<IdType>& g = x.graph;
-  const int lane = lane_id();
-  for (int64_t base = global_warp() * kWarp; base < g.num_dst; base += warp_count() * kWarp) {
-    const int64_t v = base + lane;
-    const int64_t degree = v < g.num_dst ? g.end(v) - g.begin(v) : -1;
+  const int lanes = 1 << lanes_log2;
+  const int lane = threadIdx.x & (lanes - 1);
+  for (int64_t v = global_thread() >> lanes_log2; v < g.num_dst; v += thread_count() >> lanes_log2) {
+    const int64_t degree = g.end(v) - g.begin(v);
     const bool split = row_split(degree, group);
-    unsigned rows = __ballot_sync(kFullMask, kFinish ? split : split || degree == 0);
-    const unsigned split_rows = __ballot_sync(kFullMask, split);
-    while (rows != 0) {
-      const int l = __ffs(rows) - 1;
-      rows &= rows - 1;
-      const bool row_is_split = (split_rows >> l) & 1u;
-      const int64_t first = (base + l) * x.out_len;
-      for (int64_t j = lane; j < x.out_len; j += kWarp) {
-        const int64_t i = first + j;
-        if constexpr (kFinish) {
-          if constexpr (Sink::kPacked) {
-            const unsigned long long key = static_cast<const unsigned long long*>(sink.target)[i];
-            if (key == 0) {  // nothing beat the reduce zero
-              x.store(i, Reduce::zero(), 0, 0);
-            } else {
-              const int64_t pos = key_position(key);
-              x.store(i, key_value<Reduce::is_min>(static_cast<uint32_t>(key >> 32)),
-                      x.arg_a && x.a_rows.used ? x.a_rows.at(pos) : 0, x.arg_b && x.b_rows.used ? x.b_rows.at(pos) : 0);
-            }
-          } else if constexpr (Sink::kStaged) {
-            x.c[i] = from_acc<DType>(static_cast<const float*>(sink.target)[i]);
+    if (kFinish ? !split : !split && degree != 0) continue;
+    const int64_t first = v * x.out_len;
+    for (int64_t j = lane; j < x.out_len; j += lanes) {
+      const int64_t i = first + j;
+      if constexpr (kFinish) {
+        if constexpr (Sink::kPacked) {
+          const unsigned long long key = static_cast<const unsigned long long*>(sink.target)[i];
+          if (key == 0) {  // nothing beat the reduce zero
+            x.store(i, Reduce::zero(), 0, 0);
+          } else {
+            const int64_t pos = key_position(key);
+            x.store(i, key_value<Reduce::is_min>(static_cast<uint32_t>(key >> 32)),
+                    x.arg_a && x.a_rows.used ? x.a_rows.at(pos) : 0, x.arg_b && x.b_rows.used ? x.b_rows.at(pos) : 0);
           }
-        } else if (row_is_split) {
-          static_cast<typename Sink::Element*>(sink.target)[i] = typename Sink::Element(0);
-        } else {
-          x.store(i, Reduce::zero(), 0, 0);
+        } else if constexpr (Sink::kStaged) {
+          x.c[i] = from_acc<DType>(static_cast<const float*>(sink.target)[i]);
         }
+      } else if (split) {
+        static_cast<typename Sink::Element*>(sink.target)[i] = typename Sink::Element(0);
+      } else {
+        x.store(i, Reduce::zero(), 0, 0);
       }
     }
   }
@@ -164,14 +159,16 @@ cudaError_t run_edge_aggregation(const UgParams& p, const OpArgs<DType, IdType>&
   } else {
     if (p.num_dst == 0 || p.out_len == 0) return cudaSuccess;
     const Sink sink{Sink::kPacked || Sink::kStaged ? p.workspace : p.c};
-    const unsigned grid = grid_for(p.num_dst);
-    edge_rows_pass<false, Reduce><<<grid, kBlock, 0, stream>>>(sink, x, p.grouping);
+    int lanes_log2 = 0;  // lanes per row in the row passes: enough for the row, at most 8
+    while ((int64_t(1) << lanes_log2) < p.out_len && lanes_log2 < 3) ++lanes_log2;
+    const unsigned grid = grid_for(p.num_dst << lanes_log2);
+    edge_rows_pass<false, Reduce><<<grid, kBlock, 0, stream>>>(sink, x, p.grouping, lanes_log2);
     UG_CUDA_TRY(cudaGetLastError());
     if (p.num_edges > 0) {
       launch(sink);
       UG_CUDA_TRY(cudaGetLastError());
       if constexpr (Sink::kPacked || Sink::kStaged) {
-        edge_rows_pass<true, Reduce><<<grid, kBlock, 0, stream>>>(sink, x, p.grouping);
+        edge_rows_pass<true, Reduce><<<grid, kBlock, 0, stream>>>(sink, x, p.grouping, lanes_log2);
         UG_CUDA_TRY(cudaGetLastError());
       }
     }
