@@ -96,28 +96,24 @@ struct LaneOffsets {
   }
 };
 
-// The operand rows of positions p .. p + kInFlight - 1, each position clamped to `last` (the
-// caller drops the repeats). kRowKnown: the positions lie in destination row v, so a dst-typed
-// operand needs no index load.
-template <typename Op, bool kRowKnown, typename DType, typename IdType>
-__device__ __forceinline__ void operand_rows(const OpArgs<DType, IdType>& x, int64_t p, int64_t last, int64_t v,
-                                             int64_t (&ia)[kInFlight], int64_t (&ib)[kInFlight]) {
+// The messages of positions p .. p + kInFlight - 1 for one lane's elements, each position
+// clamped to `last` (the caller drops the repeats), so that a run shorter than kInFlight still
+// has all its loads in flight; ia/ib receive each position's operand rows. kRowKnown: the
+// positions lie in destination row v, so a dst-typed operand needs no index load. Every index
+// load is issued before the feature loads, and every feature load before the first use.
+template <typename Op, bool kRowKnown, int kVec, bool kGatherB, typename DType, typename IdType>
+__device__ __forceinline__ void messages(const OpArgs<DType, IdType>& x, const LaneOffsets<kVec, kGatherB>& off,
+                                         int64_t p, int64_t last, int64_t v,
+                                         acc_t<DType> (&out)[kInFlight][kVec], int64_t (&ia)[kInFlight],
+                                         int64_t (&ib)[kInFlight]) {
+  using Acc = acc_t<DType>;
+  constexpr int N = kInFlight;
 #pragma unroll
-  for (int u = 0; u < kInFlight; ++u) {
+  for (int u = 0; u < N; ++u) {
     const int64_t q = min64(p + u, last);
     ia[u] = Op::use_lhs ? (kRowKnown ? x.a_rows.at(q, v) : x.a_rows.at(q)) : 0;
     ib[u] = Op::use_rhs ? (kRowKnown ? x.b_rows.at(q, v) : x.b_rows.at(q)) : 0;
   }
-}
-
-// One lane's elements of the messages of kInFlight positions whose operand rows are ia/ib: every
-// feature load is issued before the first use.
-template <typename Op, int kVec, bool kGatherB, typename DType, typename IdType>
-__device__ __forceinline__ void messages_at(const OpArgs<DType, IdType>& x, const LaneOffsets<kVec, kGatherB>& off,
-                                            const int64_t (&ia)[kInFlight], const int64_t (&ib)[kInFlight],
-                                            acc_t<DType> (&out)[kInFlight][kVec]) {
-  using Acc = acc_t<DType>;
-  constexpr int N = kInFlight;
   // A gathered B holds one value per position: the load units, not the bytes, bound those ops.
   constexpr int kHeldB = kGatherB ? 1 : kVec;
   Acc a[N][kVec], b[N][kHeldB];
@@ -140,18 +136,6 @@ __device__ __forceinline__ void messages_at(const OpArgs<DType, IdType>& x, cons
       out[u][k] = Op::Apply(Op::use_lhs ? a[u][k] : Acc(0), Op::use_rhs ? b[u][kGatherB ? 0 : k] : Acc(0));
     }
   }
-}
-
-// The messages of positions p .. p + kInFlight - 1 for one lane's elements, clamped to `last`,
-// so that a run shorter than kInFlight still has all its loads in flight; ia/ib receive each
-// position's operand rows. Every index load is issued before the feature loads.
-template <typename Op, bool kRowKnown, int kVec, bool kGatherB, typename DType, typename IdType>
-__device__ __forceinline__ void messages(const OpArgs<DType, IdType>& x, const LaneOffsets<kVec, kGatherB>& off,
-                                         int64_t p, int64_t last, int64_t v,
-                                         acc_t<DType> (&out)[kInFlight][kVec], int64_t (&ia)[kInFlight],
-                                         int64_t (&ib)[kInFlight]) {
-  operand_rows<Op, kRowKnown>(x, p, last, v, ia, ib);
-  messages_at<Op>(x, off, ia, ib, out);
 }
 
 // One lane's accumulators over a run of positions of one row. For max/min, each element's
@@ -180,31 +164,17 @@ struct Fold {
     }
   }
 
-  // Folds positions [p, end) of destination row v, kInFlight at a time. The operand rows of the
-  // next kInFlight positions load while this group's features are in flight, so that a long run
-  // waits on one load per group (the features), not two (an index, then the features).
+  // Folds positions [p, end) of destination row v, kInFlight at a time.
   template <typename Op, bool kGatherB>
   __device__ __forceinline__ void run(const OpArgs<DType, IdType>& x, const LaneOffsets<kVec, kGatherB>& off,
                                       int64_t p, int64_t end, int64_t v) {
-    if (p >= end) return;
-    int64_t ia[kInFlight], ib[kInFlight];
-    operand_rows<Op, true>(x, p, end - 1, v, ia, ib);
-    while (true) {
-      const int64_t next = p + kInFlight;
-      int64_t na[kInFlight], nb[kInFlight];
-      operand_rows<Op, true>(x, min64(next, end - 1), end - 1, v, na, nb);
+    for (; p < end; p += kInFlight) {
       acc_t<DType> m[kInFlight][kVec];
-      messages_at<Op>(x, off, ia, ib, m);
+      int64_t ia[kInFlight], ib[kInFlight];
+      messages<Op, true>(x, off, p, end - 1, v, m, ia, ib);
 #pragma unroll
       for (int u = 0; u < kInFlight; ++u) {
         if (p + u < end) add(m[u], kRows ? ia[u] : p + u, ib[u]);
-      }
-      if (next >= end) return;
-      p = next;
-#pragma unroll
-      for (int u = 0; u < kInFlight; ++u) {
-        ia[u] = na[u];
-        ib[u] = nb[u];
       }
     }
   }
