@@ -19,7 +19,7 @@ import torch
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bench_kernels import OPERATORS, make_inputs, time_ms  # noqa: E402
+from bench_kernels import OPERATORS, baselines, make_inputs, time_ms  # noqa: E402
 
 from dgl_ugraph.tuning import graph_suite as gs  # noqa: E402
 from dgl_ugraph.core import ops  # noqa: E402
@@ -45,16 +45,18 @@ def main():
     ap.add_argument("graph")
     ap.add_argument("op", choices=OPERATORS)
     ap.add_argument("F", type=int)
-    ap.add_argument("configs", nargs="+", help="strategy:grouping:tiling")
+    ap.add_argument("configs", nargs="+",
+                    help="strategy:grouping:tiling, or a baseline of bench_kernels (cusparse, torch_scatter)")
     ap.add_argument("--dtype", default="float32")
     ap.add_argument("--reps", type=int, default=3)
     args = ap.parse_args()
     graph = load(args.graph)
     op = make_inputs(args.op, graph, args.F, getattr(torch, args.dtype), torch.Generator(device="cuda").manual_seed(0))
+    others = baselines(args.op, op, graph)
     for config in args.configs:
-        prepared = ops.prepare(graph, op, ParallelInfo.parse(config))
+        fn = others[config] if config in others else ops.prepare(graph, op, ParallelInfo.parse(config)).run
         print(f"{args.graph} {args.op} F={args.F} {args.dtype} {config}: "
-              f"{time_ms(prepared.run, args.reps, warmup=2):.4f} ms", flush=True)
+              f"{time_ms(fn, args.reps, warmup=2):.4f} ms", flush=True)
 
 
 if __name__ == "__main__":

@@ -154,6 +154,25 @@ __device__ __forceinline__ T lane_group_sum(T v, int width, unsigned mask = kFul
   return v;
 }
 
+// The index type of the team kernels' loops over positions, rows and operand rows: 32 bits for a
+// 32-bit graph (fewer than 2^31 edges and nodes, so position + kInFlight still fits), where a
+// clamp or a compare is one instruction and an address one IMAD.WIDE.U32, instead of the 64-bit
+// sequences that made up most of those loops' instructions.
+template <typename IdType>
+using pos_t = std::conditional_t<sizeof(IdType) == 4, uint32_t, uint64_t>;
+
+template <typename IdType>
+__device__ __forceinline__ pos_t<IdType> load_pos(const IdType* p) {
+  return static_cast<pos_t<IdType>>(load_index(p));
+}
+
+// Row `row` of an operand whose rows are `row_bytes` apart, from a lane's element in row 0.
+template <typename DType, typename Pos>
+__device__ __forceinline__ DType* row_ptr(DType* lane, Pos row, uint64_t row_bytes) {
+  using Byte = std::conditional_t<std::is_const_v<DType>, const char, char>;
+  return reinterpret_cast<DType*>(reinterpret_cast<Byte*>(lane) + static_cast<uint64_t>(row) * row_bytes);
+}
+
 // ---- the graph -------------------------------------------------------------------------------
 template <typename IdType>
 struct Topology {
@@ -166,6 +185,13 @@ struct Topology {
   __device__ __forceinline__ int64_t end(int64_t v) const { return load_index(indptr + v + 1); }
   __device__ __forceinline__ int64_t dst(int64_t p) const { return load_index(row + p); }
   __device__ __forceinline__ int64_t edge(int64_t p) const { return eid ? load_index(eid + p) : p; }
+
+  // The same in the team kernels' index type.
+  using Pos = pos_t<IdType>;
+  __device__ __forceinline__ Pos begin_pos(Pos v) const { return load_pos(indptr + v); }
+  __device__ __forceinline__ Pos end_pos(Pos v) const { return load_pos(indptr + v + 1); }
+  __device__ __forceinline__ Pos dst_pos(Pos p) const { return load_pos(row + p); }
+  __device__ __forceinline__ Pos edge_pos(Pos p) const { return eid ? load_pos(eid + p) : p; }
 };
 
 // Which row of an operand position p reads: params.h's ia(p) or ib(p). Written as a select and
@@ -181,6 +207,11 @@ struct OperandRows {
   __device__ __forceinline__ int64_t at(int64_t p) const { return index ? load_index(index + p) : p; }
   // The same where p's destination v is known.
   __device__ __forceinline__ int64_t at(int64_t p, int64_t v) const { return dst ? v : at(p); }
+
+  // The same in the team kernels' index type.
+  using Pos = pos_t<IdType>;
+  __device__ __forceinline__ Pos row(Pos p) const { return index ? load_pos(index + p) : p; }
+  __device__ __forceinline__ Pos row(Pos p, Pos v) const { return dst ? v : row(p); }
 };
 
 template <typename IdType>
@@ -206,6 +237,7 @@ struct OpArgs {
   const int64_t* a_off;
   const int64_t* b_off;
   int64_t a_stride, b_stride;
+  uint64_t a_row_bytes, b_row_bytes, c_row_bytes;  // the strides in bytes, for row_ptr
   int64_t out_len, reduce_size;
 
   // Offset of output element e's first value within a row of A (B): a_off[e]*K, or e*K.
@@ -241,6 +273,9 @@ OpArgs<DType, IdType> make_op_args(const UgParams& p) {
   x.b_off = p.b_off;
   x.a_stride = p.a_row_stride;
   x.b_stride = p.b_row_stride;
+  x.a_row_bytes = static_cast<uint64_t>(p.a_row_stride) * sizeof(DType);
+  x.b_row_bytes = static_cast<uint64_t>(p.b_row_stride) * sizeof(DType);
+  x.c_row_bytes = static_cast<uint64_t>(p.out_len) * sizeof(DType);
   x.out_len = p.out_len;
   x.reduce_size = p.reduce_size;
   x.a_rows = operand_rows<IdType>(p, p.a_type, p.edge_op != UG_COPY_RHS);

@@ -75,23 +75,24 @@ __device__ __forceinline__ void store_vec(DType* p, const acc_t<DType> (&in)[kVe
   }
 }
 
-// Where one lane's kVec elements sit within a row of A and of B. With kVec > 1, A is read as one
-// vector at the lane's first element (no broadcast, aligned rows); B too, unless kGatherB: B is
-// broadcast so that the lane's elements all read one value of it (params.h's b_off_block), such
-// as u_mul_e's edge weight or a GAT head's attention, and b is that value's offset. With
-// kVec == 1 both follow the broadcast offsets of params.h.
-template <int kVec, bool kGatherB>
+// Where one lane's kVec elements sit in row 0 of A and of B, as pointers (row_ptr moves them to
+// a row). With kVec > 1, A is read as one vector at the lane's first element (no broadcast,
+// aligned rows); B too, unless kGatherB: B is broadcast so that the lane's elements all read one
+// value of it (params.h's b_off_block), such as u_mul_e's edge weight or a GAT head's attention,
+// and b points at that value. With kVec == 1 both follow the broadcast offsets of params.h.
+template <int kVec, bool kGatherB, typename DType>
 struct LaneOffsets {
-  int64_t a, b;
+  const DType* a;
+  const DType* b;
 
-  template <typename DType, typename IdType>
+  template <typename IdType>
   __device__ __forceinline__ LaneOffsets(const OpArgs<DType, IdType>& x, int64_t first) {
     if constexpr (kVec == 1) {
-      a = x.a_elem(first);
-      b = x.b_elem(first);
+      a = x.a + x.a_elem(first);
+      b = x.b + x.b_elem(first);
     } else {
-      a = first;
-      b = kGatherB ? x.b_elem(first) : first;
+      a = x.a + first;
+      b = x.b + (kGatherB ? x.b_elem(first) : first);
     }
   }
 };
@@ -102,26 +103,26 @@ struct LaneOffsets {
 // positions lie in destination row v, so a dst-typed operand needs no index load. Every index
 // load is issued before the feature loads, and every feature load before the first use.
 template <typename Op, bool kRowKnown, int kVec, bool kGatherB, typename DType, typename IdType>
-__device__ __forceinline__ void messages(const OpArgs<DType, IdType>& x, const LaneOffsets<kVec, kGatherB>& off,
-                                         int64_t p, int64_t last, int64_t v,
-                                         acc_t<DType> (&out)[kInFlight][kVec], int64_t (&ia)[kInFlight],
-                                         int64_t (&ib)[kInFlight]) {
+__device__ __forceinline__ void messages(const OpArgs<DType, IdType>& x, const LaneOffsets<kVec, kGatherB, DType>& off,
+                                         pos_t<IdType> p, pos_t<IdType> last, pos_t<IdType> v,
+                                         acc_t<DType> (&out)[kInFlight][kVec], pos_t<IdType> (&ia)[kInFlight],
+                                         pos_t<IdType> (&ib)[kInFlight]) {
   using Acc = acc_t<DType>;
   constexpr int N = kInFlight;
 #pragma unroll
   for (int u = 0; u < N; ++u) {
-    const int64_t q = min64(p + u, last);
-    ia[u] = Op::use_lhs ? (kRowKnown ? x.a_rows.at(q, v) : x.a_rows.at(q)) : 0;
-    ib[u] = Op::use_rhs ? (kRowKnown ? x.b_rows.at(q, v) : x.b_rows.at(q)) : 0;
+    const pos_t<IdType> q = min(p + u, last);
+    ia[u] = Op::use_lhs ? (kRowKnown ? x.a_rows.row(q, v) : x.a_rows.row(q)) : 0;
+    ib[u] = Op::use_rhs ? (kRowKnown ? x.b_rows.row(q, v) : x.b_rows.row(q)) : 0;
   }
   // A gathered B holds one value per position: the load units, not the bytes, bound those ops.
   constexpr int kHeldB = kGatherB ? 1 : kVec;
   Acc a[N][kVec], b[N][kHeldB];
 #pragma unroll
   for (int u = 0; u < N; ++u) {
-    if constexpr (Op::use_lhs) load_vec<kVec>(x.a + ia[u] * x.a_stride + off.a, a[u]);
+    if constexpr (Op::use_lhs) load_vec<kVec>(row_ptr(off.a, ia[u], x.a_row_bytes), a[u]);
     if constexpr (Op::use_rhs) {
-      const DType* row = x.b + ib[u] * x.b_stride + off.b;
+      const DType* row = row_ptr(off.b, ib[u], x.b_row_bytes);
       if constexpr (kGatherB) {
         b[u][0] = load(row);
       } else {
@@ -166,11 +167,11 @@ struct Fold {
 
   // Folds positions [p, end) of destination row v, kInFlight at a time.
   template <typename Op, bool kGatherB>
-  __device__ __forceinline__ void run(const OpArgs<DType, IdType>& x, const LaneOffsets<kVec, kGatherB>& off,
-                                      int64_t p, int64_t end, int64_t v) {
+  __device__ __forceinline__ void run(const OpArgs<DType, IdType>& x, const LaneOffsets<kVec, kGatherB, DType>& off,
+                                      pos_t<IdType> p, pos_t<IdType> end, pos_t<IdType> v) {
     for (; p < end; p += kInFlight) {
       acc_t<DType> m[kInFlight][kVec];
-      int64_t ia[kInFlight], ib[kInFlight];
+      pos_t<IdType> ia[kInFlight], ib[kInFlight];
       messages<Op, true>(x, off, p, end - 1, v, m, ia, ib);
 #pragma unroll
       for (int u = 0; u < kInFlight; ++u) {
@@ -179,7 +180,7 @@ struct Fold {
     }
   }
 
-  __device__ __forceinline__ void add(const acc_t<DType> (&m)[kVec], int64_t w, int64_t w_b) {
+  __device__ __forceinline__ void add(const acc_t<DType> (&m)[kVec], pos_t<IdType> w, pos_t<IdType> w_b) {
     // Converted once per position, outside the per-element selects.
     const IdType win_now = static_cast<IdType>(w), win_now_b = static_cast<IdType>(w_b);
 #pragma unroll
@@ -253,18 +254,18 @@ __global__ void __launch_bounds__(kBlock, kMinBlocks)
   int64_t unit;
   uint32_t tile;
   for (walk.first(team_index(lanes_log2), unit, tile); unit < walk.units; walk.next(unit, tile)) {
-    const int64_t v_begin = unit * group;
-    const int64_t v_end = min64(v_begin + group, g.num_dst);
+    const auto v_begin = static_cast<pos_t<IdType>>(unit * group);
+    const auto v_end = static_cast<pos_t<IdType>>(min64(unit * group + group, g.num_dst));
     for (int64_t slab = tile; slab < slabs; slab += walk.tiles) {
       const int64_t first = slab * slab_elems + lane_first;
       const bool active = first < x.out_len;
       // An idle lane reads element 0 and discards it: the loads stay unconditional.
-      const LaneOffsets<kVec, kGatherB> off(x, active ? first : 0);
-      for (int64_t v = v_begin; v < v_end; ++v) {
+      const LaneOffsets<kVec, kGatherB, DType> off(x, active ? first : 0);
+      for (pos_t<IdType> v = v_begin; v < v_end; ++v) {
         Fold<Reduce, kVec, DType, IdType, true> f;
-        f.template run<Op>(x, off, g.begin(v), g.end(v), v);
+        f.template run<Op>(x, off, g.begin_pos(v), g.end_pos(v), v);
         if (!active) continue;
-        const int64_t out = v * x.out_len + first;
+        const int64_t out = int64_t(v) * x.out_len + first;
         store_vec<kVec>(x.c + out, f.acc);
         if constexpr (Reduce::require_arg) {
           // The validator refuses an arg for an operand the op does not read.
@@ -287,21 +288,21 @@ __global__ void __launch_bounds__(kBlock, kMinBlocks)
   int64_t unit;
   uint32_t tile;
   for (walk.first(team_index(lanes_log2), unit, tile); unit < walk.units; walk.next(unit, tile)) {
-    const int64_t p_begin = unit_start(g, unit, group);
-    const int64_t p_end = unit_start(g, unit + 1, group);
+    const auto p_begin = static_cast<pos_t<IdType>>(unit_start(g, unit, group));
+    const auto p_end = static_cast<pos_t<IdType>>(unit_start(g, unit + 1, group));
     for (int64_t slab = tile; slab < slabs; slab += walk.tiles) {
       const int64_t first = slab * slab_elems + lane_first;
       const bool active = first < x.out_len;
-      const LaneOffsets<kVec, kGatherB> off(x, active ? first : 0);
-      for (int64_t p = p_begin; p < p_end;) {
-        const int64_t v = g.dst(p);
-        const int64_t row_begin = g.begin(v), row_end = g.end(v);
-        const int64_t run_end = min64(row_end, p_end);
+      const LaneOffsets<kVec, kGatherB, DType> off(x, active ? first : 0);
+      for (pos_t<IdType> p = p_begin; p < p_end;) {
+        const pos_t<IdType> v = g.dst_pos(p);
+        const pos_t<IdType> row_begin = g.begin_pos(v), row_end = g.end_pos(v);
+        const pos_t<IdType> run_end = min(row_end, p_end);
         Fold<Reduce, kVec, DType, IdType, false> f;
         f.template run<Op>(x, off, p, run_end, v);
         p = run_end;
         if (!active) continue;
-        const int64_t out = v * x.out_len + first;
+        const int64_t out = int64_t(v) * x.out_len + first;
         if (!row_split(row_end - row_begin, group)) {  // the run is the whole row: C directly
           store_vec<kVec>(x.c + out, f.acc);
           if constexpr (Sink::kPacked) {
@@ -336,33 +337,34 @@ __global__ void __launch_bounds__(kBlock, kMinBlocks)
   int64_t unit;
   uint32_t tile;
   for (walk.first(team_index(lanes_log2), unit, tile); unit < walk.units; walk.next(unit, tile)) {
-    const int64_t i_begin = unit * group;
-    const int64_t i_end = min64(i_begin + group, items);
+    const auto i_begin = static_cast<pos_t<IdType>>(unit * group);
+    const auto i_end = static_cast<pos_t<IdType>>(min64(unit * group + group, items));
     for (int64_t slab = tile; slab < slabs; slab += walk.tiles) {
       const int64_t first = slab * slab_elems + lane_first;
       const bool active = first < x.out_len;
-      const LaneOffsets<kVec, kGatherB> off(x, active ? first : 0);
-      // Positions [p, end); v is their destination row when kByRow, else unknown (-1).
-      auto write = [&](int64_t p, int64_t end, int64_t v) {
+      const LaneOffsets<kVec, kGatherB, DType> off(x, active ? first : 0);
+      DType* const c = x.c + first;
+      // Positions [p, end); v is their destination row when kByRow, else unknown (unused).
+      auto write = [&](pos_t<IdType> p, pos_t<IdType> end, pos_t<IdType> v) {
         for (; p < end; p += kInFlight) {
-          int64_t rows[kInFlight];
+          pos_t<IdType> rows[kInFlight];
 #pragma unroll
-          for (int u = 0; u < kInFlight; ++u) rows[u] = g.edge(min64(p + u, end - 1));
+          for (int u = 0; u < kInFlight; ++u) rows[u] = g.edge_pos(min(p + u, end - 1));
           acc_t<DType> m[kInFlight][kVec];
-          int64_t ia[kInFlight], ib[kInFlight];
+          pos_t<IdType> ia[kInFlight], ib[kInFlight];
           messages<Op, kByRow>(x, off, p, end - 1, v, m, ia, ib);
           if (active) {
 #pragma unroll
             for (int u = 0; u < kInFlight; ++u) {
-              if (p + u < end) store_vec<kVec>(x.c + rows[u] * x.out_len + first, m[u]);
+              if (p + u < end) store_vec<kVec>(row_ptr(c, rows[u], x.c_row_bytes), m[u]);
             }
           }
         }
       };
       if constexpr (kByRow) {
-        for (int64_t v = i_begin; v < i_end; ++v) write(g.begin(v), g.end(v), v);
+        for (pos_t<IdType> v = i_begin; v < i_end; ++v) write(g.begin_pos(v), g.end_pos(v), v);
       } else {
-        write(i_begin, i_end, -1);
+        write(i_begin, i_end, 0);
       }
     }
   }
@@ -414,22 +416,22 @@ __global__ void __launch_bounds__(kBlock, kMinBlocks)
   int64_t unit;
   uint32_t tile;
   for (walk.first(team_index(d.lanes_log2), unit, tile); unit < walk.units; walk.next(unit, tile)) {
-    const int64_t i_begin = unit * group;
-    const int64_t i_end = min64(i_begin + group, items);
+    const auto i_begin = static_cast<pos_t<IdType>>(unit * group);
+    const auto i_end = static_cast<pos_t<IdType>>(min64(unit * group + group, items));
     for (int64_t slab = tile; slab < d.slabs; slab += walk.tiles) {
       const int64_t h = (slab << (d.lanes_log2 - d.head_log2)) + (t >> d.head_log2);
       const bool active = h < x.out_len;
       // An idle lane reads head 0 and discards it: the loads and shuffles stay unconditional.
       const int64_t a_first = x.a_elem(active ? h : 0), b_first = x.b_elem(active ? h : 0);
-      auto write = [&](int64_t p, int64_t end, int64_t v) {
+      auto write = [&](pos_t<IdType> p, pos_t<IdType> end, pos_t<IdType> v) {
         for (; p < end; p += N) {
-          int64_t rows[N], ia[N], ib[N];
+          pos_t<IdType> rows[N], ia[N], ib[N];
 #pragma unroll
           for (int u = 0; u < N; ++u) {
-            const int64_t q = min64(p + u, end - 1);
-            rows[u] = g.edge(q);
-            ia[u] = kByRow ? x.a_rows.at(q, v) : x.a_rows.at(q);
-            ib[u] = kByRow ? x.b_rows.at(q, v) : x.b_rows.at(q);
+            const pos_t<IdType> q = min(p + u, end - 1);
+            rows[u] = g.edge_pos(q);
+            ia[u] = kByRow ? x.a_rows.row(q, v) : x.a_rows.row(q);
+            ib[u] = kByRow ? x.b_rows.row(q, v) : x.b_rows.row(q);
           }
           Acc sum[N];
 #pragma unroll
@@ -438,11 +440,13 @@ __global__ void __launch_bounds__(kBlock, kMinBlocks)
             const int64_t vec = j + (int64_t(r) << d.head_log2);
             const bool in = vec < d.vectors;
             const int64_t off = (in ? vec : 0) * kVec;
+            const DType* const a_lane = x.a + a_first + off;
+            const DType* const b_lane = x.b + b_first + off;
             Acc a[N][kVec], b[N][kVec];
 #pragma unroll
             for (int u = 0; u < N; ++u) {
-              load_vec<kVec>(x.a + ia[u] * x.a_stride + a_first + off, a[u]);
-              load_vec<kVec>(x.b + ib[u] * x.b_stride + b_first + off, b[u]);
+              load_vec<kVec>(row_ptr(a_lane, ia[u], x.a_row_bytes), a[u]);
+              load_vec<kVec>(row_ptr(b_lane, ib[u], x.b_row_bytes), b[u]);
             }
             if (in) {
 #pragma unroll
@@ -457,15 +461,15 @@ __global__ void __launch_bounds__(kBlock, kMinBlocks)
           if (active && j == 0) {
 #pragma unroll
             for (int u = 0; u < N; ++u) {
-              if (p + u < end) x.c[rows[u] * x.out_len + h] = from_acc<DType>(sum[u]);
+              if (p + u < end) *row_ptr(x.c + h, rows[u], x.c_row_bytes) = from_acc<DType>(sum[u]);
             }
           }
         }
       };
       if constexpr (kByRow) {
-        for (int64_t v = i_begin; v < i_end; ++v) write(g.begin(v), g.end(v), v);
+        for (pos_t<IdType> v = i_begin; v < i_end; ++v) write(g.begin_pos(v), g.end_pos(v), v);
       } else {
-        write(i_begin, i_end, -1);
+        write(i_begin, i_end, 0);
       }
     }
   }

@@ -1,0 +1,121 @@
+"""A/B of two CUDA cores on the same kernel cases: each case (graph, op, F, dtype, config) is timed
+under every core given, in rounds that alternate the cores' order (A B, B A, ...), each core in a
+fresh process with its libugraph_cuda.so installed in dgl_ugraph/. Cases come from the rows of
+kernel-bench CSVs (bench_kernels.py's columns) with impl=ugraph: the selector's configuration
+of each case, so that the same configuration is timed under both cores.
+
+    python scripts/ab_cores.py --core old=/path/libugraph_cuda.so --core new=dgl_ugraph/libugraph_cuda.so \
+        --cases bench/kernels_886c139e_h100.csv --out /tmp/ab.csv
+
+Output: one row per (round, core, case) with the median CUDA-event time of `--reps` calls.
+"""
+from __future__ import annotations
+
+import argparse
+import csv
+import os
+import pathlib
+import shutil
+import subprocess
+import sys
+import tempfile
+
+import torch
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "scripts"))
+
+from bench_kernels import make_inputs, time_ms  # noqa: E402
+from profile_kernel import load  # noqa: E402
+
+import dgl_ugraph.core._ext as ext  # noqa: E402
+from dgl_ugraph.core import ops  # noqa: E402
+from dgl_ugraph.core.abstraction import ParallelInfo  # noqa: E402
+
+LIB = ROOT / "dgl_ugraph" / "libugraph_cuda.so"
+FIELDS = ["round", "core", "core_hash", "graph", "op", "F", "dtype", "config", "ms"]
+
+
+def read_cases(paths, skip_graphs, dtypes):
+    seen, cases = set(), []
+    for path in paths:
+        with open(path, newline="") as f:
+            for row in csv.DictReader(f):
+                if row["impl"] != "ugraph" or row["graph"] in skip_graphs or row["dtype"] not in dtypes:
+                    continue
+                key = (row["graph"], row["op"], int(row["F"]), row["dtype"])
+                if key not in seen:
+                    seen.add(key)
+                    cases.append(key + (row["config"],))
+    return sorted(cases, key=lambda c: c[0])  # stable: each graph is built once
+
+
+def child(cases_file: str, out_file: str, core: str, rnd: int, reps: int):
+    """Times every case with the core installed when this process started; appends rows to
+    out_file."""
+    core_hash = ext._C.build_info().get("cuda_source_hash", "none")
+    with open(cases_file, newline="") as f:
+        cases = [(g, op, int(F), dt, cfg) for g, op, F, dt, cfg in csv.reader(f)]
+    rows, graph_name, graph = [], None, None
+    for g, op, F, dt, cfg in cases:
+        if g != graph_name:
+            graph_name, graph = g, None
+            torch.cuda.empty_cache()
+            graph = load(g)
+        info = make_inputs(op, graph, F, getattr(torch, dt), torch.Generator(device="cuda").manual_seed(0))
+        run = ops.prepare(graph, info, ParallelInfo.parse(cfg)).run
+        rows.append(dict(round=rnd, core=core, core_hash=core_hash, graph=g, op=op, F=F, dtype=dt, config=cfg,
+                         ms=f"{time_ms(run, reps, warmup=3):.5f}"))
+    with open(out_file, "a", newline="") as f:
+        csv.DictWriter(f, FIELDS).writerows(rows)
+    print(f"round {rnd} core {core} ({core_hash}): {len(rows)} cases", flush=True)
+
+
+def install(lib: pathlib.Path):
+    # Copy, then rename: never overwrite a mapped library in place.
+    tmp = LIB.with_name(".ab_core.tmp")
+    shutil.copyfile(lib, tmp)
+    os.replace(tmp, LIB)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--core", action="append", required=True, help="NAME=PATH of a libugraph_cuda.so")
+    ap.add_argument("--cases", nargs="+", required=True, help="kernel-bench CSVs")
+    ap.add_argument("--skip-graphs", default="big-skewed,big-balanced")
+    ap.add_argument("--dtypes", default="float32,float16,bfloat16")
+    ap.add_argument("--rounds", type=int, default=2)
+    ap.add_argument("--reps", type=int, default=15)
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--child", nargs=4, metavar=("CASES", "CORE", "ROUND", "REPS"), help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.child:
+        cases_file, core, rnd, reps = args.child
+        child(cases_file, args.out, core, int(rnd), int(reps))
+        return
+    cores = [c.split("=", 1) for c in args.core]
+    # Every core is copied aside first: one of them may be the library installed now.
+    keep = tempfile.mkdtemp(prefix="ab_cores_")
+    saved = {name: pathlib.Path(shutil.copy(path, os.path.join(keep, f"{name}.so"))) for name, path in cores}
+    original = pathlib.Path(shutil.copy(LIB, os.path.join(keep, "installed.so")))
+    cases = read_cases(args.cases, set(args.skip_graphs.split(",")), set(args.dtypes.split(",")))
+    cases_file = os.path.join(keep, "cases.csv")
+    with open(cases_file, "w", newline="") as f:
+        csv.writer(f).writerows(cases)
+    with open(args.out, "w", newline="") as f:
+        csv.DictWriter(f, FIELDS).writeheader()
+    print(f"{len(cases)} cases, {len(cores)} cores, {args.rounds} rounds", flush=True)
+    try:
+        for rnd in range(args.rounds):
+            order = cores if rnd % 2 == 0 else cores[::-1]
+            for name, _ in order:
+                install(saved[name])
+                subprocess.run([sys.executable, __file__, "--core", "x=y", "--cases", "-", "--out", args.out,
+                                "--child", cases_file, name, str(rnd), str(args.reps)], check=True)
+    finally:
+        install(original)
+
+
+if __name__ == "__main__":
+    main()
