@@ -60,10 +60,17 @@ __device__ __forceinline__ void load_vec(const DType* p, acc_t<DType> (&out)[kVe
   }
 }
 
-template <int kVec, typename DType>
+// kStream: a streaming store (st.global.cs), for rows written once and not read again soon, such
+// as the E x F messages of message creation, which would otherwise evict the operand rows that
+// the next positions gather from L2.
+template <int kVec, bool kStream = false, typename DType>
 __device__ __forceinline__ void store_vec(DType* p, const acc_t<DType> (&in)[kVec]) {
   if constexpr (kVec == 1) {
-    *p = from_acc<DType>(in[0]);
+    if constexpr (kStream) {
+      __stcs(p, from_acc<DType>(in[0]));
+    } else {
+      *p = from_acc<DType>(in[0]);
+    }
   } else {
     using Raw = typename RawOf<kVec * sizeof(DType)>::type;
     DType vals[kVec];
@@ -71,7 +78,11 @@ __device__ __forceinline__ void store_vec(DType* p, const acc_t<DType> (&in)[kVe
     for (int k = 0; k < kVec; ++k) vals[k] = from_acc<DType>(in[k]);
     Raw raw;
     memcpy(&raw, vals, sizeof(raw));
-    *reinterpret_cast<Raw*>(p) = raw;
+    if constexpr (kStream) {
+      __stcs(reinterpret_cast<Raw*>(p), raw);
+    } else {
+      *reinterpret_cast<Raw*>(p) = raw;
+    }
   }
 }
 
@@ -356,7 +367,7 @@ __global__ void __launch_bounds__(kBlock, kMinBlocks)
           if (active) {
 #pragma unroll
             for (int u = 0; u < kInFlight; ++u) {
-              if (p + u < end) store_vec<kVec>(row_ptr(c, rows[u], x.c_row_bytes), m[u]);
+              if (p + u < end) store_vec<kVec, true>(row_ptr(c, rows[u], x.c_row_bytes), m[u]);
             }
           }
         }
