@@ -26,12 +26,13 @@ def load(paths):
     return cases, meta
 
 
-def paired(cases, op, partner, ratio, dtype_of=lambda dt: dt, impl="ugraph"):
+def paired(cases, op, partner, ratio, dtype_of=lambda dt: dt, impl="ugraph", dtype=None):
     """(ratio(ours, partner's), graph, op, F) where the case and its partner both have impl:
-    partner(graph, F) names the other case's graph, op and F."""
+    partner(graph, F) names the other case's graph, op and F, dtype_of(dtype) its dtype. `dtype`:
+    only our cases of that dtype."""
     out = []
     for (g, o, f, dt), c in cases.items():
-        if o != op or impl not in c:
+        if o != op or impl not in c or dtype not in (None, dt):
             continue
         other = cases.get(partner(g, f) + (dtype_of(dt),), {})
         if impl in other:
@@ -108,8 +109,8 @@ def main():
     ]
     for half in ("float16", "bfloat16"):
         for op in sums:
-            rows = [r for r in paired(cases, op, lambda g, f: (g, op, f), lambda a, b: b / a, lambda dt: "float32")
-                    if r[3] >= 64 and (r[1], op, r[3], half) in cases]
+            rows = [r for r in paired(cases, op, lambda g, f: (g, op, f), lambda a, b: b / a, lambda dt: "float32",
+                                      dtype=half) if r[3] >= 64]
             lines.append(line(f"{op} {half}: speedup over our float32 (F >= 64)", rows, 1.6, 1.6))
     large = bandwidth_rows(cases, meta, sums + ("copy_u-max", "gat_u_mul_e-sum"), copy,
                            lambda k, r: k[2] >= 64 and int(r["V"]) * k[2] * 4 >= 10 * l2_bytes)

@@ -12,6 +12,7 @@ sys.path.insert(0, os.path.join(REPO, "scripts"))
 
 import bench_kernels as bk  # noqa: E402
 import replay_selector as rs  # noqa: E402
+import summarize_kernels as sk  # noqa: E402
 from dgl_ugraph.core import _ext, ops  # noqa: E402
 from dgl_ugraph.core.abstraction import OpInfo, ParallelInfo  # noqa: E402
 from dgl_ugraph.core.capability import candidates  # noqa: E402
@@ -76,3 +77,19 @@ def test_the_replay_picks_the_timed_configuration_the_model_ranks_first(tmp_path
         fh.writelines(f"cora,copy_u-sum,16,float32,{c},{ms}\n" for c, ms in timed.items())
     (row,) = rs.replay(model, rs.load_search(path), rs.H100)
     assert (row["choice"], row["on_grid"], row["best"], row["ratio"]) == (str(ranked[2]), 0, str(ranked[5]), 2.0)
+
+
+def test_summary_half_line_pairs_each_half_case_with_its_float32_case_only(tmp_path):
+    """The fp16 line holds fp16 cases only (not the fp32 cases paired with themselves, nor bf16),
+    each over the float32 case of the same graph, op and F."""
+    path = tmp_path / "k.csv"
+    rows = [("g", "copy_u-sum", 64, "float32", 1.0), ("g", "copy_u-sum", 64, "float16", 0.5),
+            ("g", "copy_u-sum", 64, "bfloat16", 0.25), ("g", "copy_u-sum", 16, "float16", 0.1)]
+    with open(path, "w") as fh:
+        fh.write(",".join(bk.COLUMNS) + "\n")
+        for g, op, f, dt, ms in rows:
+            fh.write(f"H100,{g},10,100,1.0,{op},{f},{dt},ugraph,warp_vertex:1:1,{ms},1,1,3000,core_loop\n")
+    cases, _ = sk.load([str(path)])
+    half = [r for r in sk.paired(cases, "copy_u-sum", lambda g, f: (g, "copy_u-sum", f), lambda a, b: b / a,
+                                 lambda dt: "float32", dtype="float16") if r[3] >= 64]
+    assert half == [(2.0, "g", "copy_u-sum", 64)]
