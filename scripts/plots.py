@@ -10,8 +10,9 @@
 - models_speedup_<device>.png: per model, the geomean speedup over graphs (bars), with the
   slowest and fastest graph (whiskers).
 - kernels_vs_cusparse.png: per operator, our kernels' speedup over cuSPARSE (torch.sparse.mm on
-  CSR) from bench/kernels_352bcb22.csv and bench/kernels_b4610d2a.csv (kernels
-  b4610d2a), for the selector's choice and the best searched configuration. Operators cuSPARSE
+  CSR) on the uGrapher stand-ins and the large graphs (forward, fp32), from
+  bench/kernels_886c139e_h100.csv (core 886c139e, session 12) and bench/kernels.csv (the current
+  core), for the selector's choice and the best searched configuration. Operators cuSPARSE
   cannot express are shown against the torch gather/scatter path, and say so.
 """
 from __future__ import annotations
@@ -31,8 +32,8 @@ from matplotlib.colors import TwoSlopeNorm  # noqa: E402
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 MODELS = ("GCN", "GAT", "GIN", "SAGE-mean", "SAGE-gcn", "SAGE-pool")
 # (file, the CUDA core it measured, its colors for the selector and the best configuration)
-KERNEL_FILES = (("kernels_b4610d2a.csv", "b4610d2a", ("#9ecae1", "#3182bd")),
-                ("kernels_352bcb22.csv", "352bcb22", ("#fdae6b", "#e6550d")))
+KERNEL_FILES = (("kernels_886c139e_h100.csv", "886c139e", ("#9ecae1", "#3182bd")),
+                ("kernels.csv", "542c17f3", ("#fdae6b", "#e6550d")))
 
 
 def geomean(xs):
@@ -139,7 +140,8 @@ def kernel_cases(path, version):
     rows = read_csv(path)
     by_case = defaultdict(dict)
     for r in rows:
-        if r["dtype"] == "float32":
+        # The datasets and the reversed graphs would crowd the chart out of legibility.
+        if r["dtype"] == "float32" and not r["graph"].startswith("ds-") and not r["graph"].endswith("-rev"):
             by_case[(r["op"], r["graph"], int(r["F"]), r["dtype"])][r["impl"]] = float(r["ms"])
     out = defaultdict(list)
     for (op, graph, f, dtype), impls in sorted(by_case.items(), key=lambda kv: (kv[0][0], kv[0][1], kv[0][2])):
@@ -182,7 +184,7 @@ def kernels_chart(path):
         ax.set_xticks(range(len(labels)), [f"{lab[1]}" for lab in labels], rotation=70, ha="right", fontsize=6)
         base = "cuSPARSE (torch.sparse.mm, CSR)" if bases == {"cusparse"} else \
             "torch gather/scatter (cuSPARSE has no such op)"
-        versions = " and ".join(f"{v} (graphs of {n})" for n, v, _ in KERNEL_FILES)
+        versions = " and ".join(f"{v} ({n})" for n, v, _ in KERNEL_FILES)
         ax.set_title(f"{op}: speedup vs {base}; H100, fp32; kernels {versions}", fontsize=9)
         ax.set_ylabel("speedup")
         ax.legend(fontsize=6.5, loc="upper left", bbox_to_anchor=(1.005, 1.0))
