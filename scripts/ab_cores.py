@@ -1,13 +1,15 @@
 """A/B of two CUDA cores on the same kernel cases: each case (graph, op, F, dtype, config) is timed
 under every core given, in rounds that alternate the cores' order (A B, B A, ...), each core in a
-fresh process with its libugraph_cuda.so installed in dgl_ugraph/. Cases come from the rows of
+fresh process with its libugraph_cuda.so installed in dgl_ugraph/, on the core's timing loop as
+bench_kernels.py's finalists are (FINAL_POLICY: no launch gaps, about 5 ms of kernel time per
+configuration), so that launch-bound cases compare too. Cases come from the rows of
 kernel-bench CSVs (bench_kernels.py's columns) with impl=ugraph: the selector's configuration
 of each case, so that the same configuration is timed under both cores.
 
     python scripts/ab_cores.py --core old=/path/libugraph_cuda.so --core new=dgl_ugraph/libugraph_cuda.so \
         --cases bench/kernels_886c139e_h100.csv --out /tmp/ab.csv
 
-Output: one row per (round, core, case) with the median CUDA-event time of `--reps` calls.
+Output: one row per (round, core, case) with the median time of the timing loop's launches.
 """
 from __future__ import annotations
 
@@ -26,11 +28,11 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "scripts"))
 
-from bench_kernels import make_inputs, time_ms  # noqa: E402
+from bench_kernels import FINAL_POLICY, make_inputs  # noqa: E402
 from profile_kernel import load  # noqa: E402
 
 import dgl_ugraph.core._ext as ext  # noqa: E402
-from dgl_ugraph.core import ops  # noqa: E402
+from dgl_ugraph.core import timing  # noqa: E402
 from dgl_ugraph.core.abstraction import ParallelInfo  # noqa: E402
 
 LIB = ROOT / "dgl_ugraph" / "libugraph_cuda.so"
@@ -51,7 +53,7 @@ def read_cases(paths, skip_graphs, dtypes):
     return sorted(cases, key=lambda c: c[0])  # stable: each graph is built once
 
 
-def child(cases_file: str, out_file: str, core: str, rnd: int, reps: int):
+def child(cases_file: str, out_file: str, core: str, rnd: int):
     """Times every case with the core installed when this process started; appends rows to
     out_file."""
     core_hash = ext._C.build_info().get("cuda_source_hash", "none")
@@ -64,9 +66,13 @@ def child(cases_file: str, out_file: str, core: str, rnd: int, reps: int):
             torch.cuda.empty_cache()
             graph = load(g)
         info = make_inputs(op, graph, F, getattr(torch, dt), torch.Generator(device="cuda").manual_seed(0))
-        run = ops.prepare(graph, info, ParallelInfo.parse(cfg)).run
+        config = ParallelInfo.parse(cfg)
+        (t,) = timing.time_configs(timing.CudaRunner(graph, info, config), [config], FINAL_POLICY)
+        if t.status != "ok":
+            print(f"{g} {op} F={F} {dt} {cfg}: {t.status}", flush=True)
+            continue
         rows.append(dict(round=rnd, core=core, core_hash=core_hash, graph=g, op=op, F=F, dtype=dt, config=cfg,
-                         ms=f"{time_ms(run, reps, warmup=3):.5f}"))
+                         ms=f"{t.ms:.5f}"))
     with open(out_file, "a", newline="") as f:
         csv.DictWriter(f, FIELDS).writerows(rows)
     print(f"round {rnd} core {core} ({core_hash}): {len(rows)} cases", flush=True)
@@ -86,13 +92,12 @@ def main():
     ap.add_argument("--skip-graphs", default="big-skewed,big-balanced")
     ap.add_argument("--dtypes", default="float32,float16,bfloat16")
     ap.add_argument("--rounds", type=int, default=2)
-    ap.add_argument("--reps", type=int, default=15)
     ap.add_argument("--out", required=True)
-    ap.add_argument("--child", nargs=4, metavar=("CASES", "CORE", "ROUND", "REPS"), help=argparse.SUPPRESS)
+    ap.add_argument("--child", nargs=3, metavar=("CASES", "CORE", "ROUND"), help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
-        cases_file, core, rnd, reps = args.child
-        child(cases_file, args.out, core, int(rnd), int(reps))
+        cases_file, core, rnd = args.child
+        child(cases_file, args.out, core, int(rnd))
         return
     cores = [c.split("=", 1) for c in args.core]
     # Every core is copied aside first: one of them may be the library installed now.
@@ -112,7 +117,7 @@ def main():
             for name, _ in order:
                 install(saved[name])
                 subprocess.run([sys.executable, __file__, "--core", "x=y", "--cases", "-", "--out", args.out,
-                                "--child", cases_file, name, str(rnd), str(args.reps)], check=True)
+                                "--child", cases_file, name, str(rnd)], check=True)
     finally:
         install(original)
 
