@@ -37,10 +37,10 @@ _lock = threading.Lock()
 
 
 class GraphEntry:
-    """A UGraph, the per-signature decisions made on it, and its in- and out-degrees once asked
-    for."""
+    """A UGraph, the per-signature decisions made on it, its in- and out-degrees once asked for,
+    and the mean reducer's divisors (`mean`), per result dtype and rank."""
 
-    __slots__ = ("ugraph", "key", "decisions", "reverse", "in_degrees", "out_degrees", "__weakref__")
+    __slots__ = ("ugraph", "key", "decisions", "reverse", "in_degrees", "out_degrees", "divisors", "__weakref__")
 
     def __init__(self, ugraph: UGraph, key: tuple):
         self.ugraph = ugraph
@@ -49,6 +49,7 @@ class GraphEntry:
         self.reverse: Optional[GraphEntry] = None
         self.in_degrees = None
         self.out_degrees = None
+        self.divisors: dict = {}
 
 
 _dgl_capi = {}

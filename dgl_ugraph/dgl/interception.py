@@ -10,9 +10,10 @@ kernel.) The same module's `gspmm`/`gsddmm`, which those autograd functions call
 backward passes, go straight to the replacements where autograd records nothing.
 
 The same switch serves DGLGraph's all-node in/out-degrees from the graph cache (`degrees`),
-which GraphConv asks for in every forward pass, and answers a graph index's pure queries once per
+which GraphConv asks for in every forward pass, answers a graph index's pure queries once per
 index (`indexes`): above all the relation graph that update_all and apply_edges, and the reverse
-graph that every backward pass, would otherwise make anew per call.
+graph that every backward pass, would otherwise make anew per call; and divides a mean's sum by
+the cache's degrees in place (`mean`, above `_gspmm` in dgl.ops.gspmm).
 
 Each replacement asks `recognition` how the call runs, then runs it on dgl_ugraph's kernel (the
 decision's `core.ops.Plan`) or on DGL's own function. Heterograph calls (several edge types)
@@ -29,7 +30,7 @@ import warnings
 import torch
 
 from dgl_ugraph.core.ops import Plan, edge_softmax
-from dgl_ugraph.dgl import degrees, indexes, patterns
+from dgl_ugraph.dgl import degrees, indexes, mean, patterns
 from dgl_ugraph.dgl.recognition import Decision, after_failure, decision_for, make_op_info, meta
 from dgl_ugraph.dgl.stats import DGL, record, set_enabled
 
@@ -112,6 +113,7 @@ def enable():
             setattr(sparse, name, _REPLACEMENTS[name])
         degrees.enable()
         indexes.enable()
+        mean.enable()
         _enabled = True
         set_enabled(True)
 
@@ -132,6 +134,7 @@ def disable():
                               "leaving that replacement in place", RuntimeWarning, stacklevel=2)
         degrees.disable()
         indexes.disable()
+        mean.disable()
         _enabled = False
         set_enabled(False)
 

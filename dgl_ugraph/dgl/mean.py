@@ -1,0 +1,96 @@
+"""The mean reducer above `_gspmm`: dgl.ops.gspmm with reduce_op 'mean', which update_all with
+fn.mean, every dgl.ops.*_mean and SAGEConv's mean aggregator reach.
+
+DGL lowers a mean to a sum on `_gspmm` and then, in PyTorch, asks for every in-degree, clamps
+them to at least 1, casts them to the result's dtype, reshapes them and divides into a new tensor
+(dgl/ops/spmm.py). Here the sum still runs through DGL's gspmm (so through the kernels, with
+DGL's autograd), and the division uses a divisor the graph cache computes once per graph, dtype
+and rank, in place on the sum that nobody else holds (where it is no view): the same division by
+the same values, so the same bits, without four tensor operations and an allocation per call.
+
+Heterographs (several edge types) and graphs the cache cannot hold take DGL's own gspmm.
+"""
+from __future__ import annotations
+
+import inspect
+import threading
+import warnings
+
+import torch
+
+from dgl_ugraph.dgl import cache
+
+_SIGNATURE = ("g", "op", "reduce_op", "lhs_data", "rhs_data")
+_dgl = {}  # module name -> DGL's own gspmm there, captured by enable()
+_own = [None]  # DGL's gspmm, which `_gspmm` calls (kept after disable for calls in flight)
+_lock = threading.Lock()
+
+
+def _modules():
+    # Looked up on first use: this module must import without DGL, for kernel-only use.
+    import dgl.ops
+    import dgl.ops.spmm
+    # dgl.ops.spmm's own global serves update_all and the generated dgl.ops.*_mean functions;
+    # dgl.ops holds another binding of the same function for direct dgl.ops.gspmm calls.
+    return {"dgl.ops.spmm": dgl.ops.spmm, "dgl.ops": dgl.ops}
+
+
+def _divisor(graph, ret: torch.Tensor):
+    """DGL's divisor for a mean on `graph` with result `ret` (the in-degrees clamped to at least
+    1, in ret's dtype, shaped to broadcast over its rows), cached on the graph's entry; None where
+    the cache does not hold the graph."""
+    entry = cache.entry_for(graph._graph)
+    if entry.__class__ is not cache.GraphEntry:
+        return None
+    key = (ret.dtype, ret.dim())
+    found = entry.divisors.get(key)
+    if found is None:
+        ug = entry.ugraph
+        deg = (ug.indptr[1:] - ug.indptr[:-1]).clamp(min=1).to(ret.dtype)
+        found = entry.divisors[key] = deg.reshape((deg.shape[0],) + (1,) * (ret.dim() - 1))
+    return found
+
+
+def _gspmm(g, op, reduce_op, lhs_data, rhs_data):
+    own = _own[0]
+    if reduce_op != "mean" or g._graph.number_of_etypes() != 1:
+        return own(g, op, reduce_op, lhs_data, rhs_data)
+    ret = own(g, op, "sum", lhs_data, rhs_data)
+    divisor = _divisor(g, ret) if ret.is_floating_point() else None
+    if divisor is None or divisor.device != ret.device or divisor.shape[0] != ret.shape[0]:
+        # DGL's own division, exactly as dgl/ops/spmm.py writes it.
+        deg = g.in_degrees().clamp(1, max(g.num_edges(), 1)).to(ret.dtype)
+        return ret / deg.reshape((ret.shape[0],) + (1,) * (ret.dim() - 1))
+    # In place where the sum is a tensor of its own; autograd forbids it on a view that DGL's
+    # autograd function returns (a reshaped broadcast result).
+    return ret / divisor if ret._is_view() else ret.div_(divisor)
+
+
+def enable() -> None:
+    """Routes the mean reducer of dgl.ops.gspmm through `_gspmm`; a DGL whose gspmm has another
+    signature keeps its own (with a warning), the kernels being rerouted all the same."""
+    with _lock:
+        if _dgl:
+            return
+        modules = _modules()
+        own = modules["dgl.ops.spmm"].gspmm
+        if own is _gspmm:
+            return
+        if tuple(inspect.signature(own).parameters) != _SIGNATURE:
+            warnings.warn(f"dgl.ops.gspmm is not the expected gspmm{_SIGNATURE}: DGL divides means itself",
+                          RuntimeWarning, stacklevel=3)
+            return
+        _own[0] = own
+        for name, module in modules.items():
+            if module.gspmm is own:  # another library's replacement stays where it is
+                _dgl[name] = own
+                module.gspmm = _gspmm
+
+
+def disable() -> None:
+    """Puts DGL's own gspmm back."""
+    with _lock:
+        for name, module in _modules().items():
+            if name in _dgl and module.gspmm is _gspmm:
+                module.gspmm = _dgl[name]
+        _dgl.clear()

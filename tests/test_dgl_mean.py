@@ -1,0 +1,133 @@
+"""The mean reducer above `_gspmm` (dgl_ugraph/dgl/mean.py): the very bits of DGL's own sum-then-
+divide on the same kernels, forward and backward, on every kind of graph it serves; DGL's own
+gspmm for what it does not serve; DGL's functions back when the plugin is off."""
+import contextlib
+
+import pytest
+import torch
+
+dgl = pytest.importorskip("dgl")
+import dgl.function as fn  # noqa: E402
+import dgl.ops  # noqa: E402
+import dgl.ops.spmm  # noqa: E402
+
+import dgl_ugraph  # noqa: E402
+from dgl_ugraph.dgl import cache, mean  # noqa: E402
+
+pytestmark = pytest.mark.usefixtures("plugin_on")
+
+
+@contextlib.contextmanager
+def dgl_division():
+    """The plugin's kernels with DGL's own division: the reference."""
+    mean.disable()
+    try:
+        yield
+    finally:
+        mean.enable()
+
+
+def _skewed(n, e, seed, idtype=torch.int64):
+    gen = torch.Generator().manual_seed(seed)
+    dst = torch.multinomial(1.0 / torch.arange(1, n + 1).double(), e, replacement=True, generator=gen)
+    src = torch.randint(0, n, (e,), generator=gen)
+    return dgl.add_nodes(dgl.graph((src, dst), num_nodes=n, idtype=idtype), 5)  # isolated nodes
+
+
+def _run(call, *inputs):
+    """(result, gradient of each input) of a loss that weighs every element differently."""
+    out = call(*inputs)
+    weights = torch.randn(out.shape, generator=torch.Generator().manual_seed(7), dtype=out.dtype)
+    grads = torch.autograd.grad((out * weights).sum(), inputs)
+    return out, grads
+
+
+def _check_bitwise(call, *shapes, dtype=torch.float32):
+    gen = torch.Generator().manual_seed(1)
+    inputs = [torch.randn(s, generator=gen, dtype=dtype).requires_grad_() for s in shapes]
+    ours, our_grads = _run(call, *inputs)
+    with dgl_division():
+        theirs, their_grads = _run(call, *inputs)
+    assert ours.dtype == theirs.dtype and ours.shape == theirs.shape
+    assert torch.equal(ours, theirs)
+    for a, b in zip(our_grads, their_grads):
+        assert torch.equal(a, b)
+
+
+def _update_all(g, msg):
+    def call(x):
+        g.srcdata["h"] = x
+        g.update_all(msg, fn.mean("m", "out"))
+        return g.dstdata.pop("out")
+    return call
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("idtype", [torch.int32, torch.int64])
+def test_update_all_copy_u_mean_is_dgls_to_the_bit(dtype, idtype):
+    g = _skewed(200, 1500, 0, idtype)
+    assert (g.in_degrees() == 0).any()
+    _check_bitwise(_update_all(g, fn.copy_u("h", "m")), (g.num_nodes(), 16), dtype=dtype)
+
+
+def test_ops_means_with_edge_operands_and_feature_ranks():
+    g = _skewed(120, 900, 1)
+    n, e = g.num_nodes(), g.num_edges()
+    _check_bitwise(lambda x, w: dgl.ops.u_mul_e_mean(g, x, w), (n, 4, 8), (e, 4, 1))
+    _check_bitwise(lambda x, w: dgl.ops.u_div_e_mean(g, x, w.abs() + 0.5), (n, 8), (e, 1))
+    _check_bitwise(lambda w: dgl.ops.copy_e_mean(g, w), (e, 3))
+    _check_bitwise(lambda x: dgl.ops.gspmm(g, "copy_lhs", "mean", x, None), (n,))
+
+
+def test_blocks_divide_by_their_destination_degrees():
+    g = _skewed(60, 400, 2)
+    seeds = torch.arange(12)
+    block = dgl.to_block(dgl.in_subgraph(g, seeds), dst_nodes=seeds)
+    assert block.num_src_nodes() > block.num_dst_nodes()
+
+    def call(x):
+        block.srcdata["h"] = x
+        block.update_all(fn.copy_u("h", "m"), fn.mean("m", "out"))
+        return block.dstdata.pop("out")
+    _check_bitwise(call, (block.num_src_nodes(), 5))
+
+
+def test_the_divisor_is_computed_once_per_graph_dtype_and_rank():
+    g = _skewed(50, 300, 3)
+    x = torch.randn(g.num_nodes(), 4)
+    dgl.ops.copy_u_mean(g, x)
+    entry = cache.entry_for(g._graph)
+    divisor = entry.divisors[(torch.float32, 2)]
+    dgl.ops.copy_u_mean(g, x + 1)
+    assert entry.divisors[(torch.float32, 2)] is divisor
+    dgl.ops.copy_u_mean(g, x.double())
+    assert set(entry.divisors) == {(torch.float32, 2), (torch.float64, 2)}
+    assert torch.equal(divisor.flatten(), g.in_degrees().clamp(min=1).float())
+
+
+def test_other_reducers_and_heterographs_take_dgls_gspmm():
+    g = _skewed(40, 200, 4)
+    x = torch.randn(g.num_nodes(), 6)
+    for reduce_op in ("sum", "max", "min"):
+        ours = dgl.ops.gspmm(g, "copy_lhs", reduce_op, x, None)
+        with dgl_division():
+            assert torch.equal(ours, dgl.ops.gspmm(g, "copy_lhs", reduce_op, x, None))
+    hg = dgl.heterograph({("a", "r", "b"): ([0, 1, 2], [0, 0, 1]), ("b", "s", "b"): ([0, 1], [1, 1])})
+    hg.nodes["a"].data["h"] = torch.randn(3, 2)
+    hg.nodes["b"].data["h"] = torch.randn(2, 2)
+    hg.multi_update_all({"r": (fn.copy_u("h", "m"), fn.mean("m", "o")), "s": (fn.copy_u("h", "m"), fn.mean("m", "o"))},
+                        "sum")
+    ours = hg.nodes["b"].data.pop("o")
+    with dgl_ugraph.disabled():
+        hg.multi_update_all({"r": (fn.copy_u("h", "m"), fn.mean("m", "o")),
+                             "s": (fn.copy_u("h", "m"), fn.mean("m", "o"))}, "sum")
+    assert torch.allclose(ours, hg.nodes["b"].data["o"])
+
+
+def test_disable_puts_dgls_gspmm_back_and_enable_is_idempotent():
+    assert dgl.ops.spmm.gspmm is mean._gspmm and dgl.ops.gspmm is mean._gspmm
+    dgl_ugraph.enable()
+    assert mean._own[0] is not mean._gspmm
+    with dgl_ugraph.disabled():
+        assert dgl.ops.spmm.gspmm is mean._own[0] and dgl.ops.gspmm is mean._own[0]
+    assert dgl.ops.spmm.gspmm is mean._gspmm
