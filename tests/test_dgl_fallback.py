@@ -152,18 +152,23 @@ def test_a_failing_kernel_costs_one_warning_and_gives_dgls_results(monkeypatch, 
     assert fallbacks("gspmm:copy_lhs:max:u:*")["intercepted"] == 0
 
 
-def test_a_missing_core_costs_one_warning(monkeypatch, isolated_failures):
-    monkeypatch.setattr(_ext, "_C", None)
-    monkeypatch.setattr(_ext, "LOAD_ERROR", "the compiled core failed to load: injected")
+def _fallback_warnings_over_three_graphs(op, first_seed):
+    """The fallback warnings of `op` on three new graphs, each result equal to DGL's own."""
     x = torch.rand(30, 4)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        for seed in range(3):
-            g = small_graph(seed=10 + seed)
-            ours = dgl.ops.copy_u_sum(g, x)
+        for seed in range(first_seed, first_seed + 3):
+            g = small_graph(seed=seed)
+            ours = op(g, x)
             with dgl_ugraph.disabled():
-                assert torch.equal(ours, dgl.ops.copy_u_sum(g, x))
-    ours = [w for w in caught if issubclass(w.category, dgl_ugraph.UGraphFallbackWarning)]
+                assert torch.equal(ours, op(g, x))
+    return [w for w in caught if issubclass(w.category, dgl_ugraph.UGraphFallbackWarning)]
+
+
+def test_a_missing_core_costs_one_warning(monkeypatch, isolated_failures):
+    monkeypatch.setattr(_ext, "_C", None)
+    monkeypatch.setattr(_ext, "LOAD_ERROR", "the compiled core failed to load: injected")
+    ours = _fallback_warnings_over_three_graphs(dgl.ops.copy_u_sum, 10)
     assert len(ours) == 1 and "injected" in str(ours[0].message)
     assert any("injected" in r for r in fallbacks("gspmm:copy_lhs:sum:u:*")["reasons"])
 
@@ -173,15 +178,7 @@ def test_a_failing_recognition_costs_one_warning(monkeypatch, isolated_failures)
         raise KeyError("injected")
 
     monkeypatch.setattr(recognition, "_decide", broken)
-    x = torch.rand(30, 4)
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        for seed in range(3):
-            g = small_graph(seed=20 + seed)
-            ours = dgl.ops.copy_u_max(g, x)
-            with dgl_ugraph.disabled():
-                assert torch.equal(ours, dgl.ops.copy_u_max(g, x))
-    ours = [w for w in caught if issubclass(w.category, dgl_ugraph.UGraphFallbackWarning)]
+    ours = _fallback_warnings_over_three_graphs(dgl.ops.copy_u_max, 20)
     assert len(ours) == 1 and "could not recognize" in str(ours[0].message)
     assert fallbacks("gspmm:copy_lhs:max:u:*")["fallback"] == 3
 
