@@ -6,8 +6,10 @@ prepared call (the host path is bench_dispatch.py's subject); cuSPARSE through t
 CSR (sum cases): `cusparse` as DGL calls it (for u_mul_e, the edge weights gathered into CSR
 order first, DGL's IndexSelect, in the time) and `cusparse_presorted` (weights already in CSR
 order: cuSPARSE alone); and the index_add_/scatter_reduce/gather path PyG uses
-(`torch_scatter`). --reverse runs every graph with its edges reversed: the aggregations that
-the backward passes issue.
+(`torch_scatter`). Each graph's run starts with `empty_launch` (op empty_launch, F 0): one torch
+kernel on a one-element tensor, timed as the baselines are, the floor under that graph's cases.
+--reverse runs every graph with its edges reversed: the aggregations that the backward passes
+issue.
 
 Times are kernel times without the host's launch gaps, every impl of a case timed in the same
 run, beside the device-to-device copy bandwidth measured in that run (column `timing` says how):
@@ -270,6 +272,16 @@ def graphs(args):
         yield from (("ds-" + d[0],) + d[1:] for d in gs.shared_datasets() if wanted("ds-" + d[0]))
 
 
+def empty_launch_row(graph, gname, device, copy_gbps) -> dict:
+    """impl=empty_launch: one torch kernel on a one-element tensor, timed as the baselines are
+    (CUDA-graph replay): the floor under every case of this graph's run (op empty_launch, F 0)."""
+    tiny = torch.zeros(1, device="cuda")
+    ms, how = replay_ms(lambda: tiny.add_(1))
+    return dict(device=device, graph=gname, V=graph.num_dst, E=graph.num_edges, std_deg=round(graph.stats.std, 3),
+                op="empty_launch", F=0, dtype="float32", impl="empty_launch", config="", ms=round(ms, 5),
+                bytes_compulsory=0, bytes_noreuse=0, copy_GBps=round(copy_gbps, 1), timing=how)
+
+
 def bench_case(graph, gname, name, f, dtype, gen, grid, args, device, copy_gbps):
     """(rows, search rows) of one (graph, operator, F, dtype) case."""
     st = graph.stats
@@ -347,6 +359,9 @@ def main():
             if args.reverse:
                 gname, src, dst = gname + "-rev", dst, src
             graph = UGraph.from_coo(src.cuda(), dst.cuda(), n, n, torch.int32)
+            floor = empty_launch_row(graph, gname, device, copy_gbps)
+            rows.append(floor)
+            out_csv.writerow(floor)
             for name, f, dtype in itertools.product(args.ops.split(","), widths, dtypes):
                 try:
                     case, found = bench_case(graph, gname, name, f, dtype, gen, grid, args, device, copy_gbps)

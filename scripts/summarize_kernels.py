@@ -118,7 +118,11 @@ def main():
     sddmm = bandwidth_rows(cases, meta, ("u_add_v", "u_mul_v", "u_dot_v"), copy,
                            lambda k, r: int(r["E"]) >= 1_000_000 and (k[1] != "u_dot_v" or k[2] >= 64))
     lines.append(line("SDDMM (u_add_v, u_mul_v heads; u_dot_v F >= 64), E >= 1M: % of copy BW", sddmm, 75, 75, unit="%"))
+    floors = {g: c["empty_launch"] for (g, op, _, _), c in cases.items() if op == "empty_launch"}
+    small = [(c["ugraph"] / floors[g], g, op, f) for (g, op, f, dt), c in cases.items()
+             if g in floors and "ugraph" in c and int(meta[(g, op, f, dt)]["E"]) <= 20_000]
     lines += [
+        line("small graphs (E <= 20K): ugraph time / an empty torch launch's", small, higher=False),
         line("copy_u-max: ugraph vs torch scatter_reduce", ratio_rows(cases, ("copy_u-max",), "ugraph", "torch_scatter")),
         line("all ops: ugraph_best time / ugraph (selector) time",
              [(c["ugraph_best"] / c["ugraph"], g, op, f) for (g, op, f, _), c in cases.items()

@@ -93,3 +93,24 @@ def test_summary_half_line_pairs_each_half_case_with_its_float32_case_only(tmp_p
     half = [r for r in sk.paired(cases, "copy_u-sum", lambda g, f: (g, "copy_u-sum", f), lambda a, b: b / a,
                                  lambda dt: "float32", dtype="float16") if r[3] >= 64]
     assert half == [(2.0, "g", "copy_u-sum", 64)]
+
+
+def test_each_graphs_run_starts_with_an_empty_launch_row_the_summary_reads(tmp_path, monkeypatch):
+    """impl=empty_launch, op empty_launch, F 0, timed as the baselines are; the summary divides the
+    small graphs' kernel times by it."""
+    src, dst = torch.tensor([0, 1, 2, 2]), torch.tensor([1, 2, 0, 1])
+    graph = UGraph.from_coo(src, dst, 3, 3, torch.int32)
+    monkeypatch.setattr(bk, "replay_ms", lambda fn: (0.004, "graph_replay"))
+    cpu_zeros = torch.zeros
+    monkeypatch.setattr(torch, "zeros", lambda *a, **k: cpu_zeros(*a))  # no GPU here
+    row = bk.empty_launch_row(graph, "g", "H100", 3000.0)
+    assert list(row) == bk.COLUMNS
+    assert (row["impl"], row["op"], row["F"], row["ms"], row["E"]) == ("empty_launch", "empty_launch", 0, 0.004, 4)
+    path = tmp_path / "k.csv"
+    with open(path, "w") as fh:
+        fh.write(",".join(bk.COLUMNS) + "\n" + ",".join(str(row[c]) for c in bk.COLUMNS) + "\n")
+        fh.write("H100,g,3,4,1.0,copy_u-sum,16,float32,ugraph,warp_vertex:1:1,0.01,1,1,3000,core_loop\n")
+    out = tmp_path / "k.md"
+    monkeypatch.setattr("sys.argv", ["summarize_kernels.py", str(path), "--out", str(out)])
+    sk.main()
+    assert "| small graphs (E <= 20K): ugraph time / an empty torch launch's | 2.50 | 2.50 (g, F=16) |" in out.read_text()
