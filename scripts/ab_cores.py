@@ -87,8 +87,8 @@ def install(lib: pathlib.Path):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--core", action="append", required=True, help="NAME=PATH of a libugraph_cuda.so")
-    ap.add_argument("--cases", nargs="+", required=True, help="kernel-bench CSVs")
+    ap.add_argument("--core", action="append", help="NAME=PATH of a libugraph_cuda.so (two or more)")
+    ap.add_argument("--cases", nargs="+", help="kernel-bench CSVs")
     ap.add_argument("--skip-graphs", default="big-skewed,big-balanced")
     ap.add_argument("--dtypes", default="float32,float16,bfloat16")
     ap.add_argument("--rounds", type=int, default=2)
@@ -99,6 +99,8 @@ def main():
         cases_file, core, rnd = args.child
         child(cases_file, args.out, core, int(rnd))
         return
+    if not args.core or not args.cases:
+        ap.error("--core (two or more) and --cases are required")
     cores = [c.split("=", 1) for c in args.core]
     # Every core is copied aside first: one of them may be the library installed now.
     keep = tempfile.mkdtemp(prefix="ab_cores_")
@@ -116,8 +118,8 @@ def main():
             order = cores if rnd % 2 == 0 else cores[::-1]
             for name, _ in order:
                 install(saved[name])
-                subprocess.run([sys.executable, __file__, "--core", "x=y", "--cases", "-", "--out", args.out,
-                                "--child", cases_file, name, str(rnd)], check=True)
+                subprocess.run([sys.executable, __file__, "--out", args.out, "--child", cases_file, name, str(rnd)],
+                               check=True)
     finally:
         install(original)
 

@@ -26,6 +26,8 @@ import weakref
 from collections import OrderedDict
 from typing import Dict, Optional, Tuple, Union
 
+import torch
+
 from dgl_ugraph.core.graph import UGraph
 
 RECENT_GRAPHS = 8
@@ -50,6 +52,19 @@ class GraphEntry:
         self.in_degrees = None
         self.out_degrees = None
         self.divisors: dict = {}
+
+    def degrees(self, out: bool):
+        """Every node's in- (out-) degree, computed once: the in-degrees from the CSC's indptr,
+        the out-degrees by counting its columns."""
+        deg = self.out_degrees if out else self.in_degrees
+        if deg is None:
+            ug = self.ugraph
+            if out:
+                deg = self.out_degrees = torch.zeros(ug.num_src, dtype=ug.idtype, device=ug.device).index_add_(
+                    0, ug.col, torch.ones_like(ug.col))
+            else:
+                deg = self.in_degrees = ug.indptr[1:] - ug.indptr[:-1]
+        return deg
 
 
 _dgl_capi = {}

@@ -37,15 +37,7 @@ def _degrees(graph, nodes, etype, out: bool) -> Optional[torch.Tensor]:
         return None
     # Computed once per cached graph and copied per call: a copy is one operation, where even
     # the in-degrees' indptr difference takes three.
-    deg = entry.out_degrees if out else entry.in_degrees
-    if deg is None:
-        ug = entry.ugraph
-        if out:
-            deg = entry.out_degrees = torch.zeros(ug.num_src, dtype=ug.idtype, device=ug.device).index_add_(
-                0, ug.col, torch.ones_like(ug.col))
-        else:
-            deg = entry.in_degrees = ug.indptr[1:] - ug.indptr[:-1]
-    return deg.clone()
+    return entry.degrees(out).clone()
 
 
 def _in_degrees(self, v="__ALL__", etype=None):

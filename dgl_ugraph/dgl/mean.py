@@ -35,18 +35,13 @@ def _modules():
     return {"dgl.ops.spmm": dgl.ops.spmm, "dgl.ops": dgl.ops}
 
 
-def _divisor(graph, ret: torch.Tensor):
-    """DGL's divisor for a mean on `graph` with result `ret` (the in-degrees clamped to at least
-    1, in ret's dtype, shaped to broadcast over its rows), cached on the graph's entry; None where
-    the cache does not hold the graph."""
-    entry = cache.entry_for(graph._graph)
-    if entry.__class__ is not cache.GraphEntry:
-        return None
+def _divisor(entry, ret: torch.Tensor) -> torch.Tensor:
+    """DGL's divisor for a mean with result `ret` on the graph of `entry`: the in-degrees clamped
+    to at least 1, in ret's dtype, shaped to broadcast over its rows; cached on the entry."""
     key = (ret.dtype, ret.dim())
     found = entry.divisors.get(key)
     if found is None:
-        ug = entry.ugraph
-        deg = (ug.indptr[1:] - ug.indptr[:-1]).clamp(min=1).to(ret.dtype)
+        deg = entry.degrees(False).clamp(min=1).to(ret.dtype)
         found = entry.divisors[key] = deg.reshape((deg.shape[0],) + (1,) * (ret.dim() - 1))
     return found
 
@@ -55,15 +50,17 @@ def _gspmm(g, op, reduce_op, lhs_data, rhs_data):
     own = _own[0]
     if reduce_op != "mean" or g._graph.number_of_etypes() != 1:
         return own(g, op, reduce_op, lhs_data, rhs_data)
+    entry = cache.entry_for(g._graph)
+    if entry.__class__ is not cache.GraphEntry:
+        return own(g, op, reduce_op, lhs_data, rhs_data)
     ret = own(g, op, "sum", lhs_data, rhs_data)
-    divisor = _divisor(g, ret) if ret.is_floating_point() else None
-    if divisor is None or divisor.device != ret.device or divisor.shape[0] != ret.shape[0]:
-        # DGL's own division, exactly as dgl/ops/spmm.py writes it.
-        deg = g.in_degrees().clamp(1, max(g.num_edges(), 1)).to(ret.dtype)
-        return ret / deg.reshape((ret.shape[0],) + (1,) * (ret.dim() - 1))
-    # In place where the sum is a tensor of its own; autograd forbids it on a view that DGL's
-    # autograd function returns (a reshaped broadcast result).
-    return ret / divisor if ret._is_view() else ret.div_(divisor)
+    divisor = _divisor(entry, ret)
+    # In place where the sum is a floating tensor of its own; autograd forbids it on a view that
+    # DGL's autograd function returns (a reshaped broadcast result), and DGL's true division
+    # turns an integer sum into a float one.
+    if ret._is_view() or not ret.is_floating_point():
+        return ret / divisor
+    return ret.div_(divisor)
 
 
 def enable() -> None:
