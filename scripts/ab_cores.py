@@ -4,7 +4,8 @@ fresh process with its libugraph_cuda.so installed in dgl_ugraph/, on the core's
 bench_kernels.py's finalists are (FINAL_POLICY: no launch gaps, about 5 ms of kernel time per
 configuration), so that launch-bound cases compare too. Cases come from the rows of
 kernel-bench CSVs (bench_kernels.py's columns) with impl=ugraph: the selector's configuration
-of each case, so that the same configuration is timed under both cores.
+of each case, so that the same configuration is timed under both cores (a CSV may give a case
+several rows with other configurations: each is timed).
 
     python scripts/ab_cores.py --core old=/path/libugraph_cuda.so --core new=dgl_ugraph/libugraph_cuda.so \
         --cases bench/kernels_886c139e_h100.csv --out /tmp/ab.csv
@@ -46,10 +47,10 @@ def read_cases(paths, skip_graphs, dtypes):
             for row in csv.DictReader(f):
                 if row["impl"] != "ugraph" or row["graph"] in skip_graphs or row["dtype"] not in dtypes:
                     continue
-                key = (row["graph"], row["op"], int(row["F"]), row["dtype"])
+                key = (row["graph"], row["op"], int(row["F"]), row["dtype"], row["config"])
                 if key not in seen:
                     seen.add(key)
-                    cases.append(key + (row["config"],))
+                    cases.append(key)
     return sorted(cases, key=lambda c: c[0])  # stable: each graph is built once
 
 

@@ -28,15 +28,20 @@ from dgl_ugraph.core.graph import UGraph  # noqa: E402
 
 
 def load(name: str) -> UGraph:
+    """A graph of bench_kernels' suite by its name there: a stand-in, a large graph or
+    ds-<dataset>, each also as <name>-rev (its edges reversed, as bench_kernels --reverse runs)."""
+    base = name[:-len("-rev")] if name.endswith("-rev") else name
     for spec in gs.PAPER_STANDINS + gs.LARGE:
-        if spec.name == name:
+        if spec.name == base:
             src, dst, n = gs.make(spec)
             break
     else:
-        found = [d for d in gs.shared_datasets() if "ds-" + d[0] == name]
+        found = [d for d in gs.shared_datasets() if "ds-" + d[0] == base]
         if not found:
             raise SystemExit(f"no graph {name!r} in the suite or the shared datasets (ds-<name>)")
         _, src, dst, n = found[0]
+    if base != name:
+        src, dst = dst, src
     return UGraph.from_coo(src.cuda(), dst.cuda(), n, n, torch.int32)
 
 
