@@ -23,6 +23,7 @@
 #pragma once
 
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 #include <type_traits>
 
@@ -238,17 +239,110 @@ __device__ __forceinline__ void store_winner_rows(IdType* p, const OperandRows<I
   store_rows<kVec>(p, ids);
 }
 
-// Host side: lanes per team and slabs per row for kVec-wide lanes.
+// Host side: lanes per team and slabs per row for kVec-wide lanes: as many lanes as the row has
+// vectors, at most 32, or, cut into `tiling` slabs (a tile-major walk, below), as many as a
+// slab's share has: tiling 4 at F = 256 in float32 gives four slabs of 16 lanes, not two of 32.
 struct Layout {
   int lanes_log2;
   int64_t slabs;
 };
 
-inline Layout layout(int64_t out_len, int vec) {
+inline Layout layout(int64_t out_len, int vec, int64_t tiling) {
   const int64_t vectors = ceil_div(out_len, vec);
+  const int64_t share = ceil_div(vectors, std::max<int64_t>(tiling, 1));
   int log2 = 0;
-  while ((int64_t(1) << log2) < vectors && log2 < 5) ++log2;
+  while ((int64_t(1) << log2) < share && log2 < 5) ++log2;
   return Layout{log2, ceil_div(vectors, int64_t(1) << log2)};
+}
+
+// The grid-stride walk of the team kernels over units x tiles, in one of two orders:
+//   unit-major: worker w takes unit w / tiles and tile w % tiles, so the teams of one unit run
+//     side by side and fetch each gathered row whole at about the same time;
+//   tile-major: worker w takes tile w / units and unit w % units, so the teams resident at any
+//     moment read one slab of many rows: the grid's working set in L2 is one slab's share of the
+//     gathered rows (tile_major_fits says when that pays).
+// A worker's first index is below 2^28 (kMaxBlocks x kBlock), so it splits with 32-bit
+// arithmetic; the host splits the grid's stride the same way.
+struct TeamWalk {
+  int64_t units;
+  uint32_t tiles;
+  bool tile_major;
+  int64_t unit_step;
+  uint32_t tile_step;
+
+  __device__ __forceinline__ void first(int64_t worker, int64_t& unit, uint32_t& tile) const {
+    const auto w = static_cast<uint32_t>(worker);
+    if (!tile_major) {
+      unit = w / tiles;
+      tile = w % tiles;
+    } else if (worker < units) {
+      unit = worker;
+      tile = 0;
+    } else {  // units < worker < 2^28
+      unit = w % static_cast<uint32_t>(units);
+      tile = w / static_cast<uint32_t>(units);
+    }
+  }
+  __device__ __forceinline__ bool more(int64_t unit, uint32_t tile) const {
+    return tile_major ? tile < tiles : unit < units;
+  }
+  __device__ __forceinline__ void next(int64_t& unit, uint32_t& tile) const {
+    unit += unit_step;
+    tile += tile_step;
+    if (tile_major && unit >= units) {
+      unit -= units;
+      ++tile;
+    } else if (!tile_major && tile >= tiles) {
+      tile -= tiles;
+      ++unit;
+    }
+  }
+};
+
+struct TeamPlan {
+  unsigned grid;
+  TeamWalk walk;
+};
+
+// Grid and walk for units x min(tiling, slabs) teams of 2^lanes_log2 lanes.
+inline TeamPlan plan_teams(int64_t units, int64_t tiling, int64_t slabs, int lanes_log2, bool tile_major) {
+  const int64_t tiles = std::min(tiling, slabs);
+  const unsigned grid = grid_for((units * tiles) << lanes_log2);
+  const int64_t stride = int64_t(grid) * (kBlock >> lanes_log2);
+  const int64_t major = tile_major ? std::max<int64_t>(units, 1) : tiles;  // no launch follows 0 units
+  return TeamPlan{grid, TeamWalk{units, static_cast<uint32_t>(tiles), tile_major, tile_major ? stride % major : stride / major,
+                                 static_cast<uint32_t>(tile_major ? stride / major : stride % major)}};
+}
+
+// Host side: the L2 bytes of the current device, asked once per device.
+inline int64_t l2_bytes() {
+  constexpr int kDevices = 64;
+  static std::atomic<int64_t> cached[kDevices] = {};
+  int device = 0, bytes = 0;
+  if (cudaGetDevice(&device) != cudaSuccess || device < 0 || device >= kDevices) return 0;
+  int64_t known = cached[device].load(std::memory_order_relaxed);
+  if (known == 0 && cudaDeviceGetAttribute(&bytes, cudaDevAttrL2CacheSize, device) == cudaSuccess) {
+    known = bytes;
+    cached[device].store(known, std::memory_order_relaxed);
+  }
+  return known;
+}
+
+// Host side: whether a tiling past 1 walks tile-major. It pays where the source rows that the
+// positions gather (a src-typed A or B, read at random, each row by several edges) outgrow half
+// the L2 while one slab's share of them fits in it: measured on an H100 at F = 256 in float32
+// (bench/NOTES.md, session 14), artist (52 MB of features) 308 -> 247 us and soc-BlogCatalog
+// (91 MB) 558 -> 339 us at tiling 4, where rows fetched whole keep missing L2. Where the share
+// does not fit (343 MB and up) the unit-major walk is 3-14% faster, and on graphs whose rows fit
+// L2 anyway the order matters little.
+template <typename DType>
+bool tile_major_fits(const UgParams& p) {
+  if (p.tiling <= 1) return false;
+  const bool lhs = p.edge_op != UG_COPY_RHS, rhs = p.edge_op != UG_COPY_LHS;
+  const int64_t elems = (lhs && p.a_type == UG_SRC ? p.a_len : 0) + (rhs && p.b_type == UG_SRC ? p.b_len : 0);
+  const int64_t gathered = p.num_src * elems * static_cast<int64_t>(sizeof(DType));
+  const int64_t l2 = l2_bytes();
+  return l2 > 0 && 2 * gathered > l2 && 2 * gathered <= int64_t(p.tiling) * l2;
 }
 
 // This lane's place in its team, and the team's worker index.
@@ -257,14 +351,14 @@ __device__ __forceinline__ int64_t team_index(int lanes_log2) { return global_th
 
 template <typename Op, typename Reduce, int kVec, bool kGatherB, typename DType, typename IdType>
 __global__ void __launch_bounds__(kBlock, kMinBlocks)
-    vertex_aggregate(const OpArgs<DType, IdType> x, const TileWalk walk, const int group, const int lanes_log2,
+    vertex_aggregate(const OpArgs<DType, IdType> x, const TeamWalk walk, const int group, const int lanes_log2,
                      const int64_t slabs) {
   const Topology<IdType>& g = x.graph;
   const int64_t slab_elems = int64_t(kVec) << lanes_log2;
   const int64_t lane_first = int64_t(team_lane(lanes_log2)) * kVec;
   int64_t unit;
   uint32_t tile;
-  for (walk.first(team_index(lanes_log2), unit, tile); unit < walk.units; walk.next(unit, tile)) {
+  for (walk.first(team_index(lanes_log2), unit, tile); walk.more(unit, tile); walk.next(unit, tile)) {
     const auto v_begin = static_cast<pos_t<IdType>>(unit * group);
     const auto v_end = static_cast<pos_t<IdType>>(min64(unit * group + group, g.num_dst));
     for (int64_t slab = tile; slab < slabs; slab += walk.tiles) {
@@ -290,7 +384,7 @@ __global__ void __launch_bounds__(kBlock, kMinBlocks)
 
 template <typename Op, typename Reduce, int kVec, bool kGatherB, typename DType, typename IdType>
 __global__ void __launch_bounds__(kBlock, kMinBlocks)
-    edge_aggregate(const OpArgs<DType, IdType> x, const TileWalk walk, const int group, const int lanes_log2,
+    edge_aggregate(const OpArgs<DType, IdType> x, const TeamWalk walk, const int group, const int lanes_log2,
                    const int64_t slabs, const EdgeSink<Reduce, DType> sink) {
   using Sink = EdgeSink<Reduce, DType>;
   const Topology<IdType>& g = x.graph;
@@ -298,7 +392,7 @@ __global__ void __launch_bounds__(kBlock, kMinBlocks)
   const int64_t lane_first = int64_t(team_lane(lanes_log2)) * kVec;
   int64_t unit;
   uint32_t tile;
-  for (walk.first(team_index(lanes_log2), unit, tile); unit < walk.units; walk.next(unit, tile)) {
+  for (walk.first(team_index(lanes_log2), unit, tile); walk.more(unit, tile); walk.next(unit, tile)) {
     const auto p_begin = static_cast<pos_t<IdType>>(unit_start(g, unit, group));
     const auto p_end = static_cast<pos_t<IdType>>(unit_start(g, unit + 1, group));
     for (int64_t slab = tile; slab < slabs; slab += walk.tiles) {
@@ -339,7 +433,7 @@ __global__ void __launch_bounds__(kBlock, kMinBlocks)
 // kByRow: units are destination rows (team_vertex), else runs of positions (team_edge).
 template <typename Op, bool kByRow, int kVec, bool kGatherB, typename DType, typename IdType>
 __global__ void __launch_bounds__(kBlock, kMinBlocks)
-    message(const OpArgs<DType, IdType> x, const TileWalk walk, const int group, const int lanes_log2,
+    message(const OpArgs<DType, IdType> x, const TeamWalk walk, const int group, const int lanes_log2,
             const int64_t slabs) {
   const Topology<IdType>& g = x.graph;
   const int64_t slab_elems = int64_t(kVec) << lanes_log2;
@@ -347,7 +441,7 @@ __global__ void __launch_bounds__(kBlock, kMinBlocks)
   const int64_t items = kByRow ? g.num_dst : g.num_edges;
   int64_t unit;
   uint32_t tile;
-  for (walk.first(team_index(lanes_log2), unit, tile); unit < walk.units; walk.next(unit, tile)) {
+  for (walk.first(team_index(lanes_log2), unit, tile); walk.more(unit, tile); walk.next(unit, tile)) {
     const auto i_begin = static_cast<pos_t<IdType>>(unit * group);
     const auto i_end = static_cast<pos_t<IdType>>(min64(unit * group + group, items));
     for (int64_t slab = tile; slab < slabs; slab += walk.tiles) {
@@ -416,7 +510,7 @@ __device__ __forceinline__ unsigned team_mask(int lanes_log2) {
 
 template <bool kByRow, int kVec, typename DType, typename IdType>
 __global__ void __launch_bounds__(kBlock, kMinBlocks)
-    dot_message(const OpArgs<DType, IdType> x, const TileWalk walk, const int group, const DotLayout d) {
+    dot_message(const OpArgs<DType, IdType> x, const TeamWalk walk, const int group, const DotLayout d) {
   using Acc = acc_t<DType>;
   constexpr int N = kInFlight;
   const Topology<IdType>& g = x.graph;
@@ -426,7 +520,7 @@ __global__ void __launch_bounds__(kBlock, kMinBlocks)
   const int64_t items = kByRow ? g.num_dst : g.num_edges;
   int64_t unit;
   uint32_t tile;
-  for (walk.first(team_index(d.lanes_log2), unit, tile); unit < walk.units; walk.next(unit, tile)) {
+  for (walk.first(team_index(d.lanes_log2), unit, tile); walk.more(unit, tile); walk.next(unit, tile)) {
     const auto i_begin = static_cast<pos_t<IdType>>(unit * group);
     const auto i_end = static_cast<pos_t<IdType>>(min64(unit * group + group, items));
     for (int64_t slab = tile; slab < d.slabs; slab += walk.tiles) {
@@ -534,8 +628,9 @@ cudaError_t launch_vertex(const UgParams& p, const OpArgs<DType, IdType>& x, cud
   return with_vector_width<DType>(p, [&](auto vec, auto gather_b) {
     constexpr int kVec = decltype(vec)::value;
     constexpr bool kGatherB = decltype(gather_b)::value;
-    const Layout t = layout(p.out_len, kVec);
-    const LaunchPlan plan = plan_launch(units, std::min<int64_t>(p.tiling, t.slabs), 1 << t.lanes_log2);
+    const bool tile_major = tile_major_fits<DType>(p);
+    const Layout t = layout(p.out_len, kVec, tile_major ? p.tiling : 1);
+    const TeamPlan plan = plan_teams(units, p.tiling, t.slabs, t.lanes_log2, tile_major);
     if (p.gather_op == UG_GATHER_NONE) {
       UG_EDGE_OP_SWITCH(p.edge_op, DType, Op, [&] {
         if constexpr (kDispatched<Op, kGatherB>) {
@@ -563,8 +658,9 @@ cudaError_t launch_edge(const UgParams& p, const OpArgs<DType, IdType>& x, cudaS
   return with_vector_width<DType>(p, [&](auto vec, auto gather_b) -> cudaError_t {
     constexpr int kVec = decltype(vec)::value;
     constexpr bool kGatherB = decltype(gather_b)::value;
-    const Layout t = layout(p.out_len, kVec);
-    const LaunchPlan plan = plan_launch(units, std::min<int64_t>(p.tiling, t.slabs), 1 << t.lanes_log2);
+    const bool tile_major = tile_major_fits<DType>(p);
+    const Layout t = layout(p.out_len, kVec, tile_major ? p.tiling : 1);
+    const TeamPlan plan = plan_teams(units, p.tiling, t.slabs, t.lanes_log2, tile_major);
     if (p.gather_op == UG_GATHER_NONE) {
       if (units == 0) return cudaSuccess;
       UG_EDGE_OP_SWITCH(p.edge_op, DType, Op, [&] {
@@ -598,7 +694,7 @@ cudaError_t launch_dot_message(const UgParams& p, const OpArgs<DType, IdType>& x
   auto launch = [&](auto vec) {
     constexpr int kVec = decltype(vec)::value;
     const DotLayout d = dot_layout(p.out_len, p.reduce_size, kVec);
-    const LaunchPlan plan = plan_launch(units, std::min<int64_t>(p.tiling, d.slabs), 1 << d.lanes_log2);
+    const TeamPlan plan = plan_teams(units, p.tiling, d.slabs, d.lanes_log2, tile_major_fits<DType>(p));
     dot_message<kByRow, kVec><<<plan.grid, kBlock, 0, stream>>>(x, plan.walk, p.grouping, d);
     return cudaGetLastError();
   };

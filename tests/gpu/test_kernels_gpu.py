@@ -16,7 +16,7 @@ import torch
 _HERE = pathlib.Path(__file__).resolve().parent
 sys.path[:0] = [p for p in (str(_HERE.parents[1]), str(_HERE.parent), str(_HERE)) if p not in sys.path]
 
-from cases import PARALLEL_SAMPLES, make_op, op_cases, suite_graph
+from cases import PARALLEL_SAMPLES, Case, make_op, op_cases, suite_graph
 from reference import messages, reference
 
 from dgl_ugraph import ugrapher
@@ -136,6 +136,33 @@ def test_zero_edges_and_wide_rows(strategy):
     for gather in ("sum", "max"):
         op = OpInfo("copy_lhs", gather, torch.randn(graph.num_src, 257, device="cuda"), "src", None, "null", "dst")
         assert run_case(graph, op, ParallelInfo(strategy, 2, 7), torch.float32) is None
+
+
+@pytest.mark.parametrize("strategy", ("warp_vertex", "warp_edge"))
+def test_tile_major_walk(strategy):
+    """Tilings past 1 where the gathered source rows outgrow half the L2 and a slab's share fits
+    it: the team kernels then walk tile-major on narrower slabs (team.cuh's tile_major_fits).
+    Sums, max with args, a weighted sum, GAT-like heads, dots and message creation on a skewed
+    graph whose source rows take 0.8x the L2 at F = 256."""
+    l2 = torch.cuda.get_device_properties(0).L2_cache_size
+    n_src, n_dst, width = int(0.8 * l2) // 1024, 20_000, 256
+    assert 2 * n_src * width * 4 > l2  # the walk under test is the tile-major one
+    g = torch.Generator().manual_seed(7)
+    dst = torch.cat([torch.randint(0, n_dst - 100, (240_000,), generator=g), torch.full((60_000,), 5)])
+    src = torch.randint(0, n_src, (dst.numel(),), generator=g)
+    perm = torch.randperm(dst.numel(), generator=g)
+    graph = UGraph.from_coo(src[perm], dst[perm], n_src, n_dst, torch.int32).to("cuda")
+    cases = [Case("copy_lhs", "sum", "src", "null", (width,), ()), Case("copy_lhs", "max", "src", "null", (width,), ()),
+             Case("mul", "sum", "src", "edge", (width,), (1,)), Case("mul", "sum", "src", "edge", (4, 64), (4, 1)),
+             Case("add", "none", "src", "dst", (width,), (width,)), Case("dot", "none", "src", "dst", (4, 64), (4, 64))]
+    failures = []
+    for case in cases:
+        op = make_op(case, graph, torch.float32, "cuda", g)
+        for grouping, tiling in ((4, 2), (1, 4), (16, 8)):
+            failure = run_case(graph, op, ParallelInfo(strategy, grouping, tiling), torch.float32)
+            if failure:
+                failures.append(f"{case} {grouping}:{tiling}: {failure}")
+    assert not failures, "\n".join(failures)
 
 
 def smoke(tiny: bool = False) -> int:
