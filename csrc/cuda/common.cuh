@@ -61,6 +61,7 @@ struct TileWalk {
     unit = static_cast<uint32_t>(worker) / tiles;
     tile = static_cast<uint32_t>(worker) % tiles;
   }
+  __device__ __forceinline__ bool more(int64_t unit, uint32_t) const { return unit < units; }
   __device__ __forceinline__ void next(int64_t& unit, uint32_t& tile) const {
     unit += unit_step;
     tile += tile_step;

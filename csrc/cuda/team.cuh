@@ -255,63 +255,55 @@ inline Layout layout(int64_t out_len, int vec, int64_t tiling) {
   return Layout{log2, ceil_div(vectors, int64_t(1) << log2)};
 }
 
-// The grid-stride walk of the team kernels over units x tiles, in one of two orders:
-//   unit-major: worker w takes unit w / tiles and tile w % tiles, so the teams of one unit run
-//     side by side and fetch each gathered row whole at about the same time;
-//   tile-major: worker w takes tile w / units and unit w % units, so the teams resident at any
-//     moment read one slab of many rows: the grid's working set in L2 is one slab's share of the
-//     gathered rows (tile_major_fits says when that pays).
-// A worker's first index is below 2^28 (kMaxBlocks x kBlock), so it splits with 32-bit
-// arithmetic; the host splits the grid's stride the same way.
-struct TeamWalk {
+// The team kernels walk units x tiles in one of two orders, each its own instantiation (so the
+// common one compiles exactly as it would alone):
+//   unit-major (TileWalk): consecutive workers hold consecutive tiles of one unit, so the teams
+//     of a unit run side by side and fetch each gathered row whole at about the same time;
+//   tile-major (TileMajorWalk): worker w takes tile w / units and unit w % units, so the teams
+//     resident at any moment read one slab of many rows: the grid's working set in L2 is one
+//     slab's share of the gathered rows (tile_major_fits says when that pays).
+// As in TileWalk, a worker's first index is below 2^28 and splits with 32-bit arithmetic, and
+// the host splits the grid's stride.
+struct TileMajorWalk {
   int64_t units;
   uint32_t tiles;
-  bool tile_major;
   int64_t unit_step;
   uint32_t tile_step;
 
   __device__ __forceinline__ void first(int64_t worker, int64_t& unit, uint32_t& tile) const {
-    const auto w = static_cast<uint32_t>(worker);
-    if (!tile_major) {
-      unit = w / tiles;
-      tile = w % tiles;
-    } else if (worker < units) {
+    if (worker < units) {
       unit = worker;
       tile = 0;
     } else {  // units < worker < 2^28
-      unit = w % static_cast<uint32_t>(units);
-      tile = w / static_cast<uint32_t>(units);
+      unit = static_cast<uint32_t>(worker) % static_cast<uint32_t>(units);
+      tile = static_cast<uint32_t>(worker) / static_cast<uint32_t>(units);
     }
   }
-  __device__ __forceinline__ bool more(int64_t unit, uint32_t tile) const {
-    return tile_major ? tile < tiles : unit < units;
-  }
+  __device__ __forceinline__ bool more(int64_t, uint32_t tile) const { return tile < tiles; }
   __device__ __forceinline__ void next(int64_t& unit, uint32_t& tile) const {
     unit += unit_step;
     tile += tile_step;
-    if (tile_major && unit >= units) {
+    if (unit >= units) {
       unit -= units;
       ++tile;
-    } else if (!tile_major && tile >= tiles) {
-      tile -= tiles;
-      ++unit;
     }
   }
 };
 
-struct TeamPlan {
-  unsigned grid;
-  TeamWalk walk;
-};
-
-// Grid and walk for units x min(tiling, slabs) teams of 2^lanes_log2 lanes.
-inline TeamPlan plan_teams(int64_t units, int64_t tiling, int64_t slabs, int lanes_log2, bool tile_major) {
+// Host side: calls f(grid, walk) for units x min(tiling, slabs) teams of 2^lanes_log2 lanes,
+// walking tile-major or unit-major.
+template <typename F>
+void with_walk(int64_t units, int64_t tiling, int64_t slabs, int lanes_log2, bool tile_major, F&& f) {
   const int64_t tiles = std::min(tiling, slabs);
+  if (!tile_major) {
+    const LaunchPlan plan = plan_launch(units, tiles, 1 << lanes_log2);
+    f(plan.grid, plan.walk);
+    return;
+  }
   const unsigned grid = grid_for((units * tiles) << lanes_log2);
   const int64_t stride = int64_t(grid) * (kBlock >> lanes_log2);
-  const int64_t major = tile_major ? std::max<int64_t>(units, 1) : tiles;  // no launch follows 0 units
-  return TeamPlan{grid, TeamWalk{units, static_cast<uint32_t>(tiles), tile_major, tile_major ? stride % major : stride / major,
-                                 static_cast<uint32_t>(tile_major ? stride / major : stride % major)}};
+  const int64_t split = std::max<int64_t>(units, 1);  // no launch follows for zero units
+  f(grid, TileMajorWalk{units, static_cast<uint32_t>(tiles), stride % split, static_cast<uint32_t>(stride / split)});
 }
 
 // Host side: the L2 bytes of the current device, asked once per device.
@@ -349,9 +341,9 @@ bool tile_major_fits(const UgParams& p) {
 __device__ __forceinline__ int team_lane(int lanes_log2) { return threadIdx.x & ((1 << lanes_log2) - 1); }
 __device__ __forceinline__ int64_t team_index(int lanes_log2) { return global_thread() >> lanes_log2; }
 
-template <typename Op, typename Reduce, int kVec, bool kGatherB, typename DType, typename IdType>
+template <typename Op, typename Reduce, int kVec, bool kGatherB, typename DType, typename IdType, typename Walk>
 __global__ void __launch_bounds__(kBlock, kMinBlocks)
-    vertex_aggregate(const OpArgs<DType, IdType> x, const TeamWalk walk, const int group, const int lanes_log2,
+    vertex_aggregate(const OpArgs<DType, IdType> x, const Walk walk, const int group, const int lanes_log2,
                      const int64_t slabs) {
   const Topology<IdType>& g = x.graph;
   const int64_t slab_elems = int64_t(kVec) << lanes_log2;
@@ -382,9 +374,9 @@ __global__ void __launch_bounds__(kBlock, kMinBlocks)
   }
 }
 
-template <typename Op, typename Reduce, int kVec, bool kGatherB, typename DType, typename IdType>
+template <typename Op, typename Reduce, int kVec, bool kGatherB, typename DType, typename IdType, typename Walk>
 __global__ void __launch_bounds__(kBlock, kMinBlocks)
-    edge_aggregate(const OpArgs<DType, IdType> x, const TeamWalk walk, const int group, const int lanes_log2,
+    edge_aggregate(const OpArgs<DType, IdType> x, const Walk walk, const int group, const int lanes_log2,
                    const int64_t slabs, const EdgeSink<Reduce, DType> sink) {
   using Sink = EdgeSink<Reduce, DType>;
   const Topology<IdType>& g = x.graph;
@@ -431,9 +423,9 @@ __global__ void __launch_bounds__(kBlock, kMinBlocks)
 
 // Message creation: every position's message row is written to C's row of its edge id.
 // kByRow: units are destination rows (team_vertex), else runs of positions (team_edge).
-template <typename Op, bool kByRow, int kVec, bool kGatherB, typename DType, typename IdType>
+template <typename Op, bool kByRow, int kVec, bool kGatherB, typename DType, typename IdType, typename Walk>
 __global__ void __launch_bounds__(kBlock, kMinBlocks)
-    message(const OpArgs<DType, IdType> x, const TeamWalk walk, const int group, const int lanes_log2,
+    message(const OpArgs<DType, IdType> x, const Walk walk, const int group, const int lanes_log2,
             const int64_t slabs) {
   const Topology<IdType>& g = x.graph;
   const int64_t slab_elems = int64_t(kVec) << lanes_log2;
@@ -508,9 +500,9 @@ __device__ __forceinline__ unsigned team_mask(int lanes_log2) {
   return t == kWarp ? kFullMask : ((1u << t) - 1u) << (lane_id() & ~(t - 1));
 }
 
-template <bool kByRow, int kVec, typename DType, typename IdType>
+template <bool kByRow, int kVec, typename DType, typename IdType, typename Walk>
 __global__ void __launch_bounds__(kBlock, kMinBlocks)
-    dot_message(const OpArgs<DType, IdType> x, const TeamWalk walk, const int group, const DotLayout d) {
+    dot_message(const OpArgs<DType, IdType> x, const Walk walk, const int group, const DotLayout d) {
   using Acc = acc_t<DType>;
   constexpr int N = kInFlight;
   const Topology<IdType>& g = x.graph;
@@ -630,24 +622,26 @@ cudaError_t launch_vertex(const UgParams& p, const OpArgs<DType, IdType>& x, cud
     constexpr bool kGatherB = decltype(gather_b)::value;
     const bool tile_major = tile_major_fits<DType>(p);
     const Layout t = layout(p.out_len, kVec, tile_major ? p.tiling : 1);
-    const TeamPlan plan = plan_teams(units, p.tiling, t.slabs, t.lanes_log2, tile_major);
-    if (p.gather_op == UG_GATHER_NONE) {
-      UG_EDGE_OP_SWITCH(p.edge_op, DType, Op, [&] {
-        if constexpr (kDispatched<Op, kGatherB>) {
-          message<Op, true, kVec, kGatherB>
-              <<<plan.grid, kBlock, 0, stream>>>(x, plan.walk, p.grouping, t.lanes_log2, t.slabs);
-        }
-      });
-    } else {
-      UG_GATHER_SWITCH(p.gather_op, DType, Reduce, [&] {
+    with_walk(units, p.tiling, t.slabs, t.lanes_log2, tile_major, [&](unsigned grid, auto walk) {
+      using Walk = decltype(walk);
+      if (p.gather_op == UG_GATHER_NONE) {
         UG_EDGE_OP_SWITCH(p.edge_op, DType, Op, [&] {
           if constexpr (kDispatched<Op, kGatherB>) {
-            vertex_aggregate<Op, Reduce, kVec, kGatherB>
-                <<<plan.grid, kBlock, 0, stream>>>(x, plan.walk, p.grouping, t.lanes_log2, t.slabs);
+            message<Op, true, kVec, kGatherB, DType, IdType, Walk>
+                <<<grid, kBlock, 0, stream>>>(x, walk, p.grouping, t.lanes_log2, t.slabs);
           }
         });
-      });
-    }
+      } else {
+        UG_GATHER_SWITCH(p.gather_op, DType, Reduce, [&] {
+          UG_EDGE_OP_SWITCH(p.edge_op, DType, Op, [&] {
+            if constexpr (kDispatched<Op, kGatherB>) {
+              vertex_aggregate<Op, Reduce, kVec, kGatherB, DType, IdType, Walk>
+                  <<<grid, kBlock, 0, stream>>>(x, walk, p.grouping, t.lanes_log2, t.slabs);
+            }
+          });
+        });
+      }
+    });
     return cudaGetLastError();
   });
 }
@@ -660,24 +654,27 @@ cudaError_t launch_edge(const UgParams& p, const OpArgs<DType, IdType>& x, cudaS
     constexpr bool kGatherB = decltype(gather_b)::value;
     const bool tile_major = tile_major_fits<DType>(p);
     const Layout t = layout(p.out_len, kVec, tile_major ? p.tiling : 1);
-    const TeamPlan plan = plan_teams(units, p.tiling, t.slabs, t.lanes_log2, tile_major);
     if (p.gather_op == UG_GATHER_NONE) {
       if (units == 0) return cudaSuccess;
-      UG_EDGE_OP_SWITCH(p.edge_op, DType, Op, [&] {
-        if constexpr (kDispatched<Op, kGatherB>) {
-          message<Op, false, kVec, kGatherB>
-              <<<plan.grid, kBlock, 0, stream>>>(x, plan.walk, p.grouping, t.lanes_log2, t.slabs);
-        }
+      with_walk(units, p.tiling, t.slabs, t.lanes_log2, tile_major, [&](unsigned grid, auto walk) {
+        UG_EDGE_OP_SWITCH(p.edge_op, DType, Op, [&] {
+          if constexpr (kDispatched<Op, kGatherB>) {
+            message<Op, false, kVec, kGatherB, DType, IdType, decltype(walk)>
+                <<<grid, kBlock, 0, stream>>>(x, walk, p.grouping, t.lanes_log2, t.slabs);
+          }
+        });
       });
       return cudaGetLastError();
     }
     return UG_GATHER_SWITCH(p.gather_op, DType, Reduce, [&] {
       return run_edge_aggregation<Reduce>(p, x, stream, [&](const auto& sink) {
-        UG_EDGE_OP_SWITCH(p.edge_op, DType, Op, [&] {
-          if constexpr (kDispatched<Op, kGatherB>) {
-            edge_aggregate<Op, Reduce, kVec, kGatherB>
-                <<<plan.grid, kBlock, 0, stream>>>(x, plan.walk, p.grouping, t.lanes_log2, t.slabs, sink);
-          }
+        with_walk(units, p.tiling, t.slabs, t.lanes_log2, tile_major, [&](unsigned grid, auto walk) {
+          UG_EDGE_OP_SWITCH(p.edge_op, DType, Op, [&] {
+            if constexpr (kDispatched<Op, kGatherB>) {
+              edge_aggregate<Op, Reduce, kVec, kGatherB, DType, IdType, decltype(walk)>
+                  <<<grid, kBlock, 0, stream>>>(x, walk, p.grouping, t.lanes_log2, t.slabs, sink);
+            }
+          });
         });
       });
     });
@@ -694,8 +691,9 @@ cudaError_t launch_dot_message(const UgParams& p, const OpArgs<DType, IdType>& x
   auto launch = [&](auto vec) {
     constexpr int kVec = decltype(vec)::value;
     const DotLayout d = dot_layout(p.out_len, p.reduce_size, kVec);
-    const TeamPlan plan = plan_teams(units, p.tiling, d.slabs, d.lanes_log2, tile_major_fits<DType>(p));
-    dot_message<kByRow, kVec><<<plan.grid, kBlock, 0, stream>>>(x, plan.walk, p.grouping, d);
+    with_walk(units, p.tiling, d.slabs, d.lanes_log2, tile_major_fits<DType>(p), [&](unsigned grid, auto walk) {
+      dot_message<kByRow, kVec, DType, IdType, decltype(walk)><<<grid, kBlock, 0, stream>>>(x, walk, p.grouping, d);
+    });
     return cudaGetLastError();
   };
   constexpr int kBytes = kV * static_cast<int>(sizeof(DType));
