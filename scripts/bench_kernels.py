@@ -59,9 +59,12 @@ OPERATORS = {
     "u_mul_v": ("mul", "none", ("src", lambda f: (4, f // 4)), ("dst", lambda f: (4, f // 4))),
     "u_dot_v": ("dot", "none", ("src", lambda f: (f,)), ("dst", lambda f: (f,))),
 }
+# "none" times the selector's choice alone (no search, no ugraph_best rows): the whole suite then
+# fits one device call, for bars that need only impl=ugraph and the baselines.
 GRIDS = {
     "quick": ((1, 4, 16, 64), (1, 2, 4, 8, 32, 64)),
     "full": ((1, 2, 4, 8, 16, 32, 64), (1, 2, 4, 8, 16, 32, 64)),
+    "none": ((), ()),
 }
 COLUMNS = ["device", "graph", "V", "E", "std_deg", "op", "F", "dtype", "impl", "config", "ms",
            "bytes_compulsory", "bytes_noreuse", "copy_GBps", "timing"]
@@ -293,14 +296,19 @@ def bench_case(graph, gname, name, f, dtype, gen, grid, args, device, copy_gbps)
                 F=f, dtype=str(dtype).replace("torch.", ""), bytes_compulsory=bc, bytes_noreuse=bn,
                 copy_GBps=round(copy_gbps, 1))
     chosen = policy.choose(graph, ops.signature(graph, op)[0])
-    searched, final = search(op, graph, grid, args.strategies.split(","), chosen)
+    case = []
+    if grid[0]:
+        searched, final = search(op, graph, grid, args.strategies.split(","), chosen)
+        for strategy, c in best_per_strategy(final).items():
+            case.append(dict(base, impl=f"ugraph_{strategy}", config=str(c), ms=round(final[c], 5), timing="core_loop"))
+        best = min(final, key=final.get)
+        case.append(dict(base, impl="ugraph_best", config=str(best), ms=round(final[best], 5), timing="core_loop"))
+    else:
+        searched = {}
+        final = {t.config: t.ms for t in timing.time_configs(timing.CudaRunner(graph, op, chosen), [chosen], FINAL_POLICY)
+                 if t.status == "ok"}
     search_rows = [dict(base, impl=c.strategy, config=str(c), ms=round(ms, 5), timing="core_loop")
                    for c, ms in searched.items()]
-    case = []
-    for strategy, c in best_per_strategy(final).items():
-        case.append(dict(base, impl=f"ugraph_{strategy}", config=str(c), ms=round(final[c], 5), timing="core_loop"))
-    best = min(final, key=final.get)
-    case.append(dict(base, impl="ugraph_best", config=str(best), ms=round(final[best], 5), timing="core_loop"))
     if chosen in final:
         case.append(dict(base, impl="ugraph", config=str(chosen), ms=round(final[chosen], 5), timing="core_loop"))
     else:

@@ -128,13 +128,15 @@ def main():
              [(c["ugraph_best"] / c["ugraph"], g, op, f) for (g, op, f, _), c in cases.items()
               if "ugraph" in c and "ugraph_best" in c]),
     ]
-    # Fraction of copy bandwidth on compulsory and no-reuse bytes, best config, per op.
+    # Fraction of copy bandwidth on compulsory and no-reuse bytes per op: the searched best where
+    # the run searched, else the selector's choice.
     lines += ["", "| op | median % of copy BW, compulsory bytes | median % on no-reuse bytes |", "|---|---|---|"]
     per_op = collections.defaultdict(list)
     for key, c in cases.items():
-        if "ugraph_best" in c:
+        impl = "ugraph_best" if "ugraph_best" in c else "ugraph"
+        if impl in c:
             r = meta[key]
-            sec = c["ugraph_best"] * 1e-3
+            sec = c[impl] * 1e-3
             per_op[key[1]].append((int(r["bytes_compulsory"]) / sec / 1e9 / copy * 100, int(r["bytes_noreuse"]) / sec / 1e9 / copy * 100))
     for op, vals in sorted(per_op.items()):
         a = sorted(v[0] for v in vals)

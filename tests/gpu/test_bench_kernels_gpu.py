@@ -63,3 +63,14 @@ def test_a_case_has_every_row_and_the_best_is_not_slower_than_the_choice(name):
     assert {r["config"] for r in search_rows} >= {impls["ugraph"]["config"]}
     if name != "u_dot_v":
         assert impls["cusparse"]["timing"] in ("graph_replay", "events")
+
+
+def test_grid_none_times_the_choice_alone():
+    graph = _small_graph(seed=4)
+    gen = torch.Generator(device="cuda").manual_seed(5)
+    args = type("Args", (), {"strategies": ",".join(bk.STRATEGIES)})()
+    case, search_rows = bk.bench_case(graph, "small", "copy_u-sum", 64, torch.float32, gen, bk.GRIDS["none"], args,
+                                      torch.cuda.get_device_name(), 3000.0)
+    impls = {r["impl"] for r in case}
+    assert search_rows == [] and "ugraph" in impls and not any(i.startswith("ugraph_") for i in impls)
+    assert {"cusparse", "torch_scatter"} <= impls and all(r["ms"] > 0 for r in case)
