@@ -320,21 +320,26 @@ inline int64_t l2_bytes() {
   return known;
 }
 
-// Host side: whether a tiling past 1 walks tile-major. It pays where the source rows that the
-// positions gather (a src-typed A or B, read at random, each row by several edges) outgrow half
-// the L2 while one slab's share of them fits in it: measured on an H100 at F = 256 in float32
-// (bench/NOTES.md, session 14), artist (52 MB of features) 308 -> 247 us and soc-BlogCatalog
-// (91 MB) 558 -> 339 us at tiling 4, where rows fetched whole keep missing L2. Where the share
-// does not fit (343 MB and up) the unit-major walk is 3-14% faster, and on graphs whose rows fit
-// L2 anyway the order matters little.
+// Host side: whether a tiling past 1 walks tile-major: where the source rows that the positions
+// gather (a src-typed A or B, read at random, each by several edges) outgrow half the L2 while
+// one slab's share of them fits in it, and a slab still holds kMinSlabBytes of each row. Measured
+// on an H100 at F = 256 in float32 (bench/NOTES.md, session 14): artist (52 MB of rows)
+// 308 -> 242 us at tiling 2 and soc-BlogCatalog (91 MB) 558 -> 339 us at tiling 4, where rows
+// fetched whole keep missing L2. Where the share does not fit (343 MB and up) the unit-major walk
+// is 3-14% faster; on slabs of 64 bytes (F = 64 in float16, tiling 2) tile-major was 1.4x slower;
+// on graphs whose rows fit L2 anyway the order matters little. selection/rules.py's l2_tiling
+// picks tilings by the same test.
+constexpr int64_t kMinSlabBytes = 256;
+
 template <typename DType>
 bool tile_major_fits(const UgParams& p) {
   if (p.tiling <= 1) return false;
   const bool lhs = p.edge_op != UG_COPY_RHS, rhs = p.edge_op != UG_COPY_LHS;
   const int64_t elems = (lhs && p.a_type == UG_SRC ? p.a_len : 0) + (rhs && p.b_type == UG_SRC ? p.b_len : 0);
   const int64_t gathered = p.num_src * elems * static_cast<int64_t>(sizeof(DType));
+  const int64_t row = p.out_len * static_cast<int64_t>(sizeof(DType));
   const int64_t l2 = l2_bytes();
-  return l2 > 0 && 2 * gathered > l2 && 2 * gathered <= int64_t(p.tiling) * l2;
+  return l2 > 0 && 2 * gathered > l2 && 2 * gathered <= int64_t(p.tiling) * l2 && row >= kMinSlabBytes * p.tiling;
 }
 
 // This lane's place in its team, and the team's worker index.

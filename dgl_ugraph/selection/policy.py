@@ -6,6 +6,8 @@
    timed once;
 3. the learned model of the GPU family (`predictor`);
 4. the hand-written rules (`rules.heuristic`).
+The choice of 3 or 4 then takes `rules.l2_tiling`'s tiling where an aggregation's gathered rows
+outgrow the L2 (an autotuned or forced choice is kept as it is).
 
 Always among the strategies the compiled core can run (`core.capability`). Timing is injected:
 the callers hand in `core.timing.measure_on_gpu`, so choosing never runs a kernel itself.
@@ -29,7 +31,7 @@ from dgl_ugraph.core.graph import UGraph
 from dgl_ugraph.core.timing import measure_on_gpu
 from dgl_ugraph.selection import autotune, predictor
 from dgl_ugraph.selection.autotune import Measure
-from dgl_ugraph.selection.rules import heuristic
+from dgl_ugraph.selection.rules import heuristic, l2_tiling
 
 _failed: List[str] = []
 
@@ -47,7 +49,14 @@ def choose(graph: UGraph, sig: Signature, op: Optional[OpInfo] = None,
         if pinfo.strategy in allowed:
             return pinfo
     chosen = learned(graph, sig, allowed, op, measure)
-    return chosen if chosen is not None else heuristic(sig, graph.stats, allowed)
+    if chosen is not None:
+        return chosen
+    return with_l2_tiling(heuristic(sig, graph.stats, allowed), graph, sig, predictor.device_info(graph.device))
+
+
+def with_l2_tiling(pinfo: ParallelInfo, graph: UGraph, sig: Signature, dev: predictor.DeviceInfo) -> ParallelInfo:
+    """`rules.l2_tiling` on this graph and device."""
+    return l2_tiling(pinfo, sig, graph.num_src, graph.num_edges, dev.l2_bytes)
 
 
 def shortlist(sig: Signature, stats, allowed: Sequence[str]) -> List[ParallelInfo]:
@@ -80,7 +89,7 @@ def learned(graph, sig: Signature, allowed: Sequence[str], op: Optional[OpInfo] 
             return None
         case = predictor.CaseInfo.from_graph(graph)
         if not tuning:
-            return model.choose(case, sig, dev, allowed)
+            return with_l2_tiling(model.choose(case, sig, dev, allowed), graph, sig, dev)
         core_hash = str(_ext.core().build_info().get("cuda_source_hash", ""))
         if model is not None:
             ranked, k = model.rank(case, sig, dev, allowed), settings.autotune_top_k()

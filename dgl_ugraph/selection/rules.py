@@ -68,3 +68,36 @@ def heuristic(sig: Signature, stats: DegreeStats, allowed: List[str]) -> Paralle
 # the lanes per team, how many teams share the edges at once.
 RESIDENT_WARPS = 132 * 32
 _SKEW = {"sum": 4.0, "max": 10.0, "min": 10.0}
+
+
+# The L2 slab rule's thresholds (csrc/cuda/team.cuh's tile_major_fits walks tile-major only on
+# slabs of at least SLAB_MIN_BYTES).
+SLAB_MIN_BYTES = 256
+REUSE_MIN = 16
+
+
+def l2_tiling(pinfo: ParallelInfo, sig: Signature, num_src: int, num_edges: int, l2_bytes: int) -> ParallelInfo:
+    """The tiling that keeps an aggregation's gathered rows in L2, applied to a chosen team
+    configuration. Where the source rows an aggregation gathers outgrow half the L2 and each is
+    read by at least REUSE_MIN edges on average, rows fetched whole keep evicting each other; cut
+    into t slabs (t the smallest power of two whose slab share fits half the L2, each slab still
+    SLAB_MIN_BYTES or more), the team kernels walk one slab of every row at a time. Measured on an
+    H100 at F = 256 in float32 (bench/NOTES.md, session 14): artist (52 MB of rows, 32 edges per
+    source) 297 -> 242 us at t = 2, soc-BlogCatalog (91 MB, 24 edges per source) 552 -> 339 us at
+    t = 4, against cuSPARSE's 293 and 512 us; ppi (58 MB, 14 edges per source) loses 109 -> 125 us
+    at t = 4, where the rows are read too few times to pay for the slabs' repeated index loads.
+    The learned model has not seen enough of this regime to find it (its collection walks the
+    whole grid on small and huge graphs alike), and the rule is a function of the same inputs."""
+    if not pinfo.strategy.startswith("warp") or sig.gather_op == "none" or sig.edge_op == "dot":
+        return pinfo
+    used = ((sig.a_type, sig.edge_op != "copy_rhs"), (sig.b_type, sig.edge_op != "copy_lhs"))
+    row = sig.out_len * DTYPE_BYTES[sig.dtype]
+    gathered = num_src * row * sum(t == "src" and use for t, use in used)
+    if l2_bytes <= 0 or 2 * gathered <= l2_bytes or num_edges < REUSE_MIN * num_src:
+        return pinfo
+    tiles = 1
+    while 2 * gathered > tiles * l2_bytes:
+        tiles *= 2
+    if row // tiles < SLAB_MIN_BYTES:
+        return pinfo
+    return ParallelInfo(pinfo.strategy, pinfo.grouping, tiles)
