@@ -2,10 +2,14 @@
 on the graphs it was measured on and at each of its limits."""
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 import torch
 
 from dgl_ugraph.core.abstraction import ParallelInfo, Signature
+from dgl_ugraph.core.graph import UGraph
+from dgl_ugraph.selection import policy, predictor
 from dgl_ugraph.selection.rules import REUSE_MIN, SLAB_MIN_BYTES, l2_tiling
 
 H100_L2 = 50 * 2**20
@@ -50,3 +54,13 @@ def test_counts_every_gathered_source_operand():
     assert l2_tiling(WARP_EDGE, one, n, REUSE_MIN * n, H100_L2).tiling == 2
     assert l2_tiling(WARP_EDGE, two, n, REUSE_MIN * n, H100_L2).tiling == 4
     assert l2_tiling(WARP_EDGE, one, n, REUSE_MIN * n - 1, H100_L2) == WARP_EDGE
+
+
+
+def test_policy_applies_it_with_the_device_l2():
+    n = 30_000  # 31 MB of rows, 16 edges per source
+    src = torch.arange(REUSE_MIN * n) % n
+    graph = UGraph.from_coo(src, torch.zeros_like(src), n, 1)
+    dev = predictor.DeviceInfo("a GPU", 132, H100_L2, 9, 0)
+    assert policy.with_l2_tiling(WARP_EDGE, graph, sig(), dev).tiling == 2
+    assert policy.with_l2_tiling(WARP_EDGE, graph, sig(), dataclasses.replace(dev, l2_bytes=4 * H100_L2)) == WARP_EDGE

@@ -51,7 +51,10 @@ def choose(graph: UGraph, sig: Signature, op: Optional[OpInfo] = None,
     chosen = learned(graph, sig, allowed, op, measure)
     if chosen is not None:
         return chosen
-    return with_l2_tiling(heuristic(sig, graph.stats, allowed), graph, sig, predictor.device_info(graph.device))
+    chosen = heuristic(sig, graph.stats, allowed)
+    if graph.device.type != "cuda":  # no L2 to fit (a CPU graph asks only in tests)
+        return chosen
+    return with_l2_tiling(chosen, graph, sig, predictor.device_info(graph.device))
 
 
 def with_l2_tiling(pinfo: ParallelInfo, graph: UGraph, sig: Signature, dev: predictor.DeviceInfo) -> ParallelInfo:
