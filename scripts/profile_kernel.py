@@ -6,7 +6,9 @@ operators, one width, dtype and configuration. For Nsight Compute on the GPU mac
         warp_vertex:4:1
 
 It prints the median CUDA-event time of the configuration, so that a run without a profiler is a
-quick A/B of configurations too (several configurations may be given).
+quick A/B of configurations too (several configurations may be given). --kernels adds each launch
+of one call (the edge strategies' row passes and the aggregation) with its mean device time, from
+torch.profiler, as CSV rows on stdout.
 """
 from __future__ import annotations
 
@@ -54,6 +56,7 @@ def main():
                     help="strategy:grouping:tiling, or a baseline of bench_kernels (cusparse, torch_scatter)")
     ap.add_argument("--dtype", default="float32")
     ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--kernels", action="store_true", help="also each kernel's mean device time per call")
     args = ap.parse_args()
     graph = load(args.graph)
     op = make_inputs(args.op, graph, args.F, getattr(torch, args.dtype), torch.Generator(device="cuda").manual_seed(0))
@@ -62,6 +65,32 @@ def main():
         fn = others[config] if config in others else ops.prepare(graph, op, ParallelInfo.parse(config)).run
         print(f"{args.graph} {args.op} F={args.F} {args.dtype} {config}: "
               f"{time_ms(fn, args.reps, warmup=2):.4f} ms", flush=True)
+        if args.kernels:
+            for name, us in kernel_us(fn, args.reps):
+                print(f"kernel,{args.graph},{args.op},{args.F},{args.dtype},{config},{name},{us:.2f}", flush=True)
+
+
+def kernel_us(fn, reps: int):
+    """(kernel name, mean device microseconds per call) for each kernel that `reps` calls of fn
+    launch, in the order of their first launch; the name keeps its first template argument only
+    (edge_rows_pass<false and <true are the clearing and the finishing pass)."""
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
+        for _ in range(reps):
+            fn()
+        torch.cuda.synchronize()
+    total, order = {}, []
+    for ev in prof.events():
+        if ev.device_type != torch.autograd.DeviceType.CUDA:
+            continue
+        name = ev.name.replace("void ", "").split("(")[0]
+        if "<" in name:
+            base, args = name.split("<", 1)
+            name = base + "<" + args.split(",")[0]
+        if name not in total:
+            order.append(name)
+            total[name] = 0.0
+        total[name] += ev.device_time_total if hasattr(ev, "device_time_total") else ev.cuda_time_total
+    return [(name, total[name] / reps) for name in order]
 
 
 if __name__ == "__main__":

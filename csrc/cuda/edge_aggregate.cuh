@@ -56,6 +56,26 @@ struct EdgeSink {
     }
   }
 
+  // The max/min keys of a partial run over kVec consecutive elements from i on. Keys only grow,
+  // so an element whose slot already holds a greater key (read from L2: stale at worst, never
+  // ahead of the truth) needs no atomic; all kVec slots are read before any atomic, which may
+  // alias them. On a hub row split over many units most flushes lose, and the atomics they
+  // skip would queue on the few L2 slices that hold the row.
+  template <int kVec, typename Win>
+  __device__ __forceinline__ void flush_partial_keys(int64_t i, const Acc (&acc)[kVec], const Win (&win)[kVec]) const {
+    static_assert(kPacked, "sums flush through flush_partial_sum");
+    auto* slots = static_cast<unsigned long long*>(target) + i;
+    unsigned long long held[kVec];
+#pragma unroll
+    for (int k = 0; k < kVec; ++k) held[k] = __ldcg(slots + k);
+#pragma unroll
+    for (int k = 0; k < kVec; ++k) {
+      if (win[k] < 0) continue;  // nothing beat the reduce zero
+      const unsigned long long key = pack_key<Reduce::is_min>(acc[k], win[k]);
+      if (key > held[k]) atomicMax(slots + k, key);
+    }
+  }
+
   // The sums of a partial run over kVec consecutive elements from i on (i a multiple of kVec,
   // the target's rows aligned: see team::with_vector_width), as 16- or 8-byte vector atomics
   // where the GPU has them (float4 and float2, sm_90 on): a quarter or half of the atomic
@@ -104,48 +124,109 @@ __device__ __forceinline__ int64_t unit_start(const Topology<IdType>& g, int64_t
 // Whether a row of `degree` positions is split over units (its value goes through the target).
 __host__ __device__ __forceinline__ bool row_split(int64_t degree, int64_t group) { return degree > group; }
 
-// One pass over the destination rows, a team of 2^lanes_log2 lanes (at most 8) per row, its
-// lanes over the row's elements. kFinish false (before the aggregation): clears the target's
-// split rows and writes the empty rows of C (the reduce zero, args 0). kFinish true (after it):
-// decodes the keys or rounds the float workspace of the split rows into C. Every lane reads its
-// row's degree itself, so no lane waits on another: on a small graph the pass costs about one
-// launch, and on a large one about two index loads per row.
+// What one row pass writes in row `first / out_len` (element `first` on), a team of `lanes` lanes
+// over its elements, kRowBatch of them in flight per lane: kFinish false, the target's split row
+// cleared, or an empty row of C (the reduce zero, args 0); kFinish true, the split row's keys
+// decoded (value and args) or its float workspace rounded into C. Each batch loads all its keys
+// (and then all its args) before it stores, as a store may alias any later load.
+constexpr int kRowBatch = 4;
+
 template <bool kFinish, typename Reduce, typename DType, typename IdType>
-__global__ void __launch_bounds__(kBlock, kMinBlocks)
-    edge_rows_pass(const EdgeSink<Reduce, DType> sink, const OpArgs<DType, IdType> x, int64_t group,
-                   int lanes_log2) {
+__device__ __forceinline__ void edge_row_write(const EdgeSink<Reduce, DType>& sink, const OpArgs<DType, IdType>& x,
+                                               int64_t first, bool split, int t, int lanes) {
   using Sink = EdgeSink<Reduce, DType>;
-  const Topology<IdType>& g = x.graph;
-  const int lanes = 1 << lanes_log2;
-  const int lane = threadIdx.x & (lanes - 1);
-  for (int64_t v = global_thread() >> lanes_log2; v < g.num_dst; v += thread_count() >> lanes_log2) {
-    const int64_t degree = g.end(v) - g.begin(v);
-    const bool split = row_split(degree, group);
-    if (kFinish ? !split : !split && degree != 0) continue;
-    const int64_t first = v * x.out_len;
-    for (int64_t j = lane; j < x.out_len; j += lanes) {
-      const int64_t i = first + j;
-      if constexpr (kFinish) {
-        if constexpr (Sink::kPacked) {
-          const unsigned long long key = static_cast<const unsigned long long*>(sink.target)[i];
-          if (key == 0) {  // nothing beat the reduce zero
-            x.store(i, Reduce::zero(), 0, 0);
-          } else {
-            const int64_t pos = key_position(key);
-            x.store(i, key_value<Reduce::is_min>(static_cast<uint32_t>(key >> 32)),
-                    x.arg_a && x.a_rows.used ? x.a_rows.at(pos) : 0, x.arg_b && x.b_rows.used ? x.b_rows.at(pos) : 0);
-          }
-        } else if constexpr (Sink::kStaged) {
-          x.c[i] = from_acc<DType>(static_cast<const float*>(sink.target)[i]);
+  for (int64_t j0 = t; j0 < x.out_len; j0 += int64_t(lanes) * kRowBatch) {
+    if constexpr (kFinish && Sink::kPacked) {
+      const auto* keys = static_cast<const unsigned long long*>(sink.target) + first;
+      unsigned long long key[kRowBatch];
+#pragma unroll
+      for (int b = 0; b < kRowBatch; ++b) {
+        const int64_t j = j0 + b * lanes;
+        key[b] = j < x.out_len ? keys[j] : 0;  // 0: nothing beat the reduce zero
+      }
+      int64_t win_a[kRowBatch], win_b[kRowBatch];
+#pragma unroll
+      for (int b = 0; b < kRowBatch; ++b) {
+        const int64_t pos = key_position(key[b]);
+        win_a[b] = key[b] != 0 && x.arg_a && x.a_rows.used ? x.a_rows.at(pos) : 0;
+        win_b[b] = key[b] != 0 && x.arg_b && x.b_rows.used ? x.b_rows.at(pos) : 0;
+      }
+#pragma unroll
+      for (int b = 0; b < kRowBatch; ++b) {
+        const int64_t j = j0 + b * lanes;
+        if (j < x.out_len) {
+          x.store(first + j, key[b] == 0 ? Reduce::zero() : key_value<Reduce::is_min>(static_cast<uint32_t>(key[b] >> 32)),
+                  win_a[b], win_b[b]);
         }
-      } else if (split) {
-        static_cast<typename Sink::Element*>(sink.target)[i] = typename Sink::Element(0);
-      } else {
-        x.store(i, Reduce::zero(), 0, 0);
+      }
+    } else if constexpr (kFinish) {
+      static_assert(Sink::kStaged, "only packed keys and the float workspace are finished");
+      const float* staged = static_cast<const float*>(sink.target) + first;
+      float value[kRowBatch];
+#pragma unroll
+      for (int b = 0; b < kRowBatch; ++b) {
+        const int64_t j = j0 + b * lanes;
+        value[b] = j < x.out_len ? staged[j] : 0.f;
+      }
+#pragma unroll
+      for (int b = 0; b < kRowBatch; ++b) {
+        const int64_t j = j0 + b * lanes;
+        if (j < x.out_len) x.c[first + j] = from_acc<DType>(value[b]);
+      }
+    } else {
+#pragma unroll
+      for (int b = 0; b < kRowBatch; ++b) {
+        const int64_t j = j0 + b * lanes;
+        if (j >= x.out_len) break;
+        if (split) {
+          static_cast<typename Sink::Element*>(sink.target)[first + j] = typename Sink::Element(0);
+        } else {
+          x.store(first + j, Reduce::zero(), 0, 0);
+        }
       }
     }
   }
 }
+
+// One pass over the destination rows that writes some of them (edge_row_write): kFinish false,
+// before the aggregation, the split and the empty rows; kFinish true, after it, the split rows.
+// A window of 32 rows is read by 2^window_log2 warps, a degree per lane, and its k-th row to
+// write goes to worker k mod workers, a worker being a team of 2^lanes_log2 lanes (as wide as a
+// row, at most a warp) of those warps. A row it skips costs a lane two indptr loads, however wide
+// the rows; a small graph gives each window up to one worker per row (window_log2 up to
+// lanes_log2), so that its written rows still spread over the GPU.
+template <bool kFinish, typename Reduce, typename DType, typename IdType>
+__global__ void __launch_bounds__(kBlock, kMinBlocks)
+    edge_rows_pass(const EdgeSink<Reduce, DType> sink, const OpArgs<DType, IdType> x, int64_t group, int lanes_log2,
+                   int window_log2) {
+  const Topology<IdType>& g = x.graph;
+  const int lane = lane_id();
+  const int lanes = 1 << lanes_log2;
+  const int64_t warp = global_warp();
+  const unsigned worker = unsigned(((warp & ((int64_t(1) << window_log2) - 1)) << (5 - lanes_log2)) + (lane >> lanes_log2));
+  const unsigned workers = 1u << (window_log2 + 5 - lanes_log2);
+  const int64_t window_step = warp_count() >> window_log2;
+  for (int64_t base = (warp >> window_log2) * kWarp; base < g.num_dst; base += window_step * kWarp) {
+    const int64_t v = base + lane;
+    bool split = false, write = false;
+    if (v < g.num_dst) {
+      const int64_t degree = g.end(v) - g.begin(v);
+      split = row_split(degree, group);
+      write = kFinish ? split : split || degree == 0;
+    }
+    const unsigned writes = __ballot_sync(kFullMask, write);
+    const unsigned splits = __ballot_sync(kFullMask, split);
+    const unsigned count = __popc(writes);
+    for (unsigned k = worker; k < count; k += workers) {
+      const int r = __fns(writes, 0, int(k) + 1);  // the window's k-th row to write
+      edge_row_write<kFinish, Reduce>(sink, x, (base + r) * x.out_len, (splits >> r) & 1u, lane & (lanes - 1), lanes);
+    }
+  }
+}
+
+// Warps in all that a row pass aims for (about a full H100: 132 SMs x 64 warps): a graph of fewer
+// 32-row windows gives each window several warps (edge_rows_pass).
+constexpr int64_t kRowPassWarps = 8192;
 
 // Prepares the target and the empty rows, runs launch(sink) (the strategy's aggregation kernel,
 // over the row-aligned units of p.grouping positions) when there are edges, and finishes C. Every
@@ -159,16 +240,19 @@ cudaError_t run_edge_aggregation(const UgParams& p, const OpArgs<DType, IdType>&
   } else {
     if (p.num_dst == 0 || p.out_len == 0) return cudaSuccess;
     const Sink sink{Sink::kPacked || Sink::kStaged ? p.workspace : p.c};
-    int lanes_log2 = 0;  // lanes per row in the row passes: enough for the row, at most 8
-    while ((int64_t(1) << lanes_log2) < p.out_len && lanes_log2 < 3) ++lanes_log2;
-    const unsigned grid = grid_for(p.num_dst << lanes_log2);
-    edge_rows_pass<false, Reduce><<<grid, kBlock, 0, stream>>>(sink, x, p.grouping, lanes_log2);
+    int lanes_log2 = 0;  // lanes per written row in the row passes: enough for the row, at most a warp
+    while ((int64_t(1) << lanes_log2) < p.out_len && lanes_log2 < 5) ++lanes_log2;
+    const int64_t windows = ceil_div(p.num_dst, kWarp);
+    int window_log2 = 0;  // warps per window of 32 rows: at most one worker per row
+    while (window_log2 < lanes_log2 && (windows << (window_log2 + 1)) <= kRowPassWarps) ++window_log2;
+    const unsigned grid = grid_for((windows << window_log2) * kWarp);
+    edge_rows_pass<false, Reduce><<<grid, kBlock, 0, stream>>>(sink, x, p.grouping, lanes_log2, window_log2);
     UG_CUDA_TRY(cudaGetLastError());
     if (p.num_edges > 0) {
       launch(sink);
       UG_CUDA_TRY(cudaGetLastError());
       if constexpr (Sink::kPacked || Sink::kStaged) {
-        edge_rows_pass<true, Reduce><<<grid, kBlock, 0, stream>>>(sink, x, p.grouping, lanes_log2);
+        edge_rows_pass<true, Reduce><<<grid, kBlock, 0, stream>>>(sink, x, p.grouping, lanes_log2, window_log2);
         UG_CUDA_TRY(cudaGetLastError());
       }
     }

@@ -416,8 +416,7 @@ __global__ void __launch_bounds__(kBlock, kMinBlocks)
           continue;
         }
         if constexpr (Sink::kPacked) {
-#pragma unroll
-          for (int k = 0; k < kVec; ++k) sink.flush(x, out + k, f.acc[k], f.win[k], false);
+          sink.flush_partial_keys(out, f.acc, f.win);
         } else {
           sink.flush_partial_sum(out, f.acc);
         }

@@ -107,10 +107,15 @@ def learned(graph, sig: Signature, allowed: Sequence[str], op: Optional[OpInfo] 
         return None
 
 
+# torch's deterministic mode, read by every repeat call: the flag itself, without the public
+# wrapper's frame where this torch has it.
+_deterministic = getattr(torch._C, "_get_deterministic_algorithms", torch.are_deterministic_algorithms_enabled)
+
+
 def selection_state() -> tuple:
     """What a CUDA configuration is chosen from besides the call and the graph: the settings
     this module reads and torch's deterministic mode. Cheap enough for every call."""
-    return settings.selection_state(), torch.are_deterministic_algorithms_enabled()
+    return settings.selection_state(), _deterministic()
 
 
 @dataclass(frozen=True)
@@ -162,19 +167,13 @@ def _plan_key(op_info: OpInfo, parallel_info: Optional[ParallelInfo]) -> tuple:
     """What a plan fixes: the operator (C_type follows from gather_op), its operands' shapes,
     dtype and device (.device: get_device() gives -1 for CPU and meta tensors alike), and what
     its configuration was chosen from: the parallel info given, or the selection state. Built
-    from attributes alone, on every call."""
+    from attributes alone, on every call, with selection_state's parts read directly (a frame
+    less)."""
     a, b = op_info.A, op_info.B
-    return (op_info.edge_op, op_info.gather_op, op_info.A_type, op_info.B_type,
+    return (op_info.edge_op, op_info.gather_op, op_info.A_type, op_info.B_type, parallel_info,
+            settings.selection_state(), _deterministic(),
             None if a is None else a.shape, None if a is None else a.dtype, None if a is None else a.device,
-            None if b is None else b.shape, None if b is None else b.dtype, None if b is None else b.device,
-            parallel_info, selection_state())
-
-
-def _cached_plan(graph: UGraph, key: tuple) -> Optional[ops.Plan]:
-    found = _plans.get(id(graph))
-    if found is None or found[0]() is not graph:
-        return None
-    return found[1].get(key)
+            None if b is None else b.shape, None if b is None else b.dtype, None if b is None else b.device)
 
 
 def _remember(graph: UGraph, key: tuple, plan_: ops.Plan) -> None:
@@ -198,9 +197,11 @@ def ugrapher(graph: UGraph, op_info: OpInfo, parallel_info: Optional[ParallelInf
     reuses the first call's checks, choice and packed params (`ops.Plan`): it allocates its
     outputs and launches."""
     key = _plan_key(op_info, parallel_info)
-    found = _cached_plan(graph, key)
-    if found is not None:
-        return found.run(op_info.A, op_info.B)
+    found = _plans.get(id(graph))
+    if found is not None and found[0]() is graph:
+        plan_ = found[1].get(key)
+        if plan_ is not None:
+            return plan_.run(op_info.A, op_info.B)
     prepared = prepare(graph, op_info, parallel_info, measure)
     result = prepared.run()
     _remember(graph, key, ops.Plan(graph, op_info, first=prepared))
