@@ -56,7 +56,6 @@ def test_counts_every_gathered_source_operand():
     assert l2_tiling(WARP_EDGE, one, n, REUSE_MIN * n - 1, H100_L2) == WARP_EDGE
 
 
-
 def test_policy_applies_it_with_the_device_l2():
     n = 30_000  # 31 MB of rows, 16 edges per source
     src = torch.arange(REUSE_MIN * n) % n
