@@ -1,6 +1,7 @@
 """The graph tensors every operator reads, built once per graph and reused."""
 from __future__ import annotations
 
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Optional, Tuple
 
@@ -35,6 +36,9 @@ class UGraph:
     eid: Optional[torch.Tensor]
     _stats: Optional[DegreeStats] = field(default=None, repr=False)
     _edge_order: object = field(default=None, repr=False)  # None: not built; False: eid is no permutation
+    # What a caller keeps per graph object (selection's plans of repeat calls): it dies with the
+    # graph, with no lookup by id or weak reference on the way to it.
+    plans: dict = field(default_factory=OrderedDict, init=False, repr=False, compare=False)
 
     def __post_init__(self):
         idx = (self.indptr, self.col, self.row) + ((self.eid,) if self.eid is not None else ())

@@ -16,10 +16,8 @@ from __future__ import annotations
 
 import threading
 import warnings
-import weakref
-from collections import OrderedDict
 from dataclasses import dataclass
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import List, Optional, Sequence
 
 import torch
 
@@ -157,9 +155,8 @@ def plan(graph: UGraph, op_info: OpInfo, parallel_info: Optional[ParallelInfo] =
     return ops.Plan(graph, op_info, first=prepare(graph, op_info, parallel_info, measure))
 
 
-# Plans of ugrapher's repeat calls: per live graph, its most recent signatures.
+# Plans of ugrapher's repeat calls: per graph object (UGraph.plans), its most recent signatures.
 _PLANS_PER_GRAPH = 64
-_plans: Dict[int, Tuple[weakref.ref, "OrderedDict[tuple, ops.Plan]"]] = {}
 _plans_lock = threading.Lock()
 
 
@@ -178,13 +175,10 @@ def _plan_key(op_info: OpInfo, parallel_info: Optional[ParallelInfo]) -> tuple:
 
 def _remember(graph: UGraph, key: tuple, plan_: ops.Plan) -> None:
     with _plans_lock:
-        found = _plans.get(id(graph))
-        if found is None or found[0]() is not graph:
-            gid = id(graph)
-            found = _plans[gid] = (weakref.ref(graph, lambda _, gid=gid: _plans.pop(gid, None)), OrderedDict())
-        found[1][key] = plan_
-        if len(found[1]) > _PLANS_PER_GRAPH:
-            found[1].popitem(last=False)
+        plans = graph.plans
+        plans[key] = plan_
+        if len(plans) > _PLANS_PER_GRAPH:
+            plans.popitem(last=False)
 
 
 def ugrapher(graph: UGraph, op_info: OpInfo, parallel_info: Optional[ParallelInfo] = None,
@@ -197,11 +191,9 @@ def ugrapher(graph: UGraph, op_info: OpInfo, parallel_info: Optional[ParallelInf
     reuses the first call's checks, choice and packed params (`ops.Plan`): it allocates its
     outputs and launches."""
     key = _plan_key(op_info, parallel_info)
-    found = _plans.get(id(graph))
-    if found is not None and found[0]() is graph:
-        plan_ = found[1].get(key)
-        if plan_ is not None:
-            return plan_.run(op_info.A, op_info.B)
+    plan_ = graph.plans.get(key)
+    if plan_ is not None:
+        return plan_.run(op_info.A, op_info.B)
     prepared = prepare(graph, op_info, parallel_info, measure)
     result = prepared.run()
     _remember(graph, key, ops.Plan(graph, op_info, first=prepared))
