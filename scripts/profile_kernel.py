@@ -29,9 +29,11 @@ from dgl_ugraph.core.abstraction import ParallelInfo  # noqa: E402
 from dgl_ugraph.core.graph import UGraph  # noqa: E402
 
 
-def load(name: str) -> UGraph:
+def load(name: str, dst_sorted: bool = False) -> UGraph:
     """A graph of bench_kernels' suite by its name there: a stand-in, a large graph or
-    ds-<dataset>, each also as <name>-rev (its edges reversed, as bench_kernels --reverse runs)."""
+    ds-<dataset>, each also as <name>-rev (its edges reversed, as bench_kernels --reverse runs).
+    dst_sorted: its edge ids renumbered in destination order (as dgl.reorder_graph's
+    edge_permute_algo='dst' leaves them), so that edge data lies in CSC order."""
     base = name[:-len("-rev")] if name.endswith("-rev") else name
     for spec in gs.PAPER_STANDINS + gs.LARGE:
         if spec.name == base:
@@ -44,6 +46,9 @@ def load(name: str) -> UGraph:
         _, src, dst, n = found[0]
     if base != name:
         src, dst = dst, src
+    if dst_sorted:
+        order = torch.sort(dst, stable=True).indices
+        src, dst = src[order], dst[order]
     return UGraph.from_coo(src.cuda(), dst.cuda(), n, n, torch.int32)
 
 
@@ -57,8 +62,9 @@ def main():
     ap.add_argument("--dtype", default="float32")
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--kernels", action="store_true", help="also each kernel's mean device time per call")
+    ap.add_argument("--dst-sorted", action="store_true", help="edge ids in destination order (see load)")
     args = ap.parse_args()
-    graph = load(args.graph)
+    graph = load(args.graph, args.dst_sorted)
     op = make_inputs(args.op, graph, args.F, getattr(torch, args.dtype), torch.Generator(device="cuda").manual_seed(0))
     others = baselines(args.op, op, graph)
     for config in args.configs:
