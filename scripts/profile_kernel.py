@@ -29,11 +29,13 @@ from dgl_ugraph.core.abstraction import ParallelInfo  # noqa: E402
 from dgl_ugraph.core.graph import UGraph  # noqa: E402
 
 
-def load(name: str, dst_sorted: bool = False) -> UGraph:
+def load(name: str, order: str = "given") -> UGraph:
     """A graph of bench_kernels' suite by its name there: a stand-in, a large graph or
     ds-<dataset>, each also as <name>-rev (its edges reversed, as bench_kernels --reverse runs).
-    dst_sorted: its edge ids renumbered in destination order (as dgl.reorder_graph's
-    edge_permute_algo='dst' leaves them), so that edge data lies in CSC order."""
+    order: its edge ids as generated ("given"; random for the stand-ins), or renumbered in the
+    order of the edges' destinations ("dst", as dgl.reorder_graph's edge_permute_algo='dst'
+    leaves them: edge data in CSC order) or sources ("src", CSR order); a -rev graph keeps the
+    edge ids of the graph it reverses."""
     base = name[:-len("-rev")] if name.endswith("-rev") else name
     for spec in gs.PAPER_STANDINS + gs.LARGE:
         if spec.name == base:
@@ -44,11 +46,11 @@ def load(name: str, dst_sorted: bool = False) -> UGraph:
         if not found:
             raise SystemExit(f"no graph {name!r} in the suite or the shared datasets (ds-<name>)")
         _, src, dst, n = found[0]
+    if order != "given":
+        perm = torch.sort(dst if order == "dst" else src, stable=True).indices
+        src, dst = src[perm], dst[perm]
     if base != name:
         src, dst = dst, src
-    if dst_sorted:
-        order = torch.sort(dst, stable=True).indices
-        src, dst = src[order], dst[order]
     return UGraph.from_coo(src.cuda(), dst.cuda(), n, n, torch.int32)
 
 
@@ -62,9 +64,9 @@ def main():
     ap.add_argument("--dtype", default="float32")
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--kernels", action="store_true", help="also each kernel's mean device time per call")
-    ap.add_argument("--dst-sorted", action="store_true", help="edge ids in destination order (see load)")
+    ap.add_argument("--order", choices=("given", "dst", "src"), default="given", help="edge-id order (see load)")
     args = ap.parse_args()
-    graph = load(args.graph, args.dst_sorted)
+    graph = load(args.graph, args.order)
     op = make_inputs(args.op, graph, args.F, getattr(torch, args.dtype), torch.Generator(device="cuda").manual_seed(0))
     others = baselines(args.op, op, graph)
     for config in args.configs:
