@@ -36,9 +36,9 @@ class UGraph:
     eid: Optional[torch.Tensor]
     _stats: Optional[DegreeStats] = field(default=None, repr=False)
     _edge_order: object = field(default=None, repr=False)  # None: not built; False: eid is no permutation
-    # What a caller keeps per graph object (selection's plans of repeat calls): it dies with the
-    # graph, with no lookup by id or weak reference on the way to it.
-    plans: dict = field(default_factory=OrderedDict, init=False, repr=False, compare=False)
+    # What a caller keeps per graph object (selection's plans of repeat calls, oldest first): it
+    # lives and dies with this object, so a graph born at a dead one's address starts empty.
+    plans: OrderedDict = field(default_factory=OrderedDict, init=False, repr=False, compare=False)
 
     def __post_init__(self):
         idx = (self.indptr, self.col, self.row) + ((self.eid,) if self.eid is not None else ())
