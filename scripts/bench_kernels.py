@@ -6,7 +6,10 @@ prepared call (the host path is bench_dispatch.py's subject); cuSPARSE through t
 CSR (sum cases): `cusparse` as DGL calls it (for u_mul_e, the edge weights gathered into CSR
 order first, DGL's IndexSelect, in the time) and `cusparse_presorted` (weights already in CSR
 order: cuSPARSE alone); and the index_add_/scatter_reduce/gather path PyG uses
-(`torch_scatter`). Each graph's run starts with `empty_launch` (op empty_launch, F 0): one torch
+(`torch_scatter`). copy_u-mean's baselines: `cusparse` (DGL's own mean: cuSPARSE's sum, then a
+division into a new tensor), `ugraph_sum_div` (our sum divided in place, dgl_ugraph's mean before
+the kernel divided it) and `ugraph_replay` (the kernel's mean, timed the same way as those two).
+Each graph's run starts with `empty_launch` (op empty_launch, F 0): one torch
 kernel on a one-element tensor, timed as the baselines are, the floor under that graph's cases.
 --reverse runs every graph with its edges reversed: the aggregations that the backward passes
 issue.
@@ -54,6 +57,7 @@ OPERATORS = {
     "copy_u-sum": ("copy_lhs", "sum", ("src", lambda f: (f,)), None),
     "u_mul_e-sum": ("mul", "sum", ("src", lambda f: (f,)), ("edge", lambda f: (1,))),
     "copy_u-max": ("copy_lhs", "max", ("src", lambda f: (f,)), None),
+    "copy_u-mean": ("copy_lhs", "mean", ("src", lambda f: (f,)), None),
     "gat_u_mul_e-sum": ("mul", "sum", ("src", lambda f: (4, f // 4)), ("edge", lambda f: (4, 1))),
     "u_add_v": ("add", "none", ("src", lambda f: (4, f // 4)), ("dst", lambda f: (4, f // 4))),
     "u_mul_v": ("mul", "none", ("src", lambda f: (4, f // 4)), ("dst", lambda f: (4, f // 4))),
@@ -165,9 +169,22 @@ def baselines(name, op: OpInfo, graph: UGraph):
     eid = graph.eid.long() if graph.eid is not None else torch.arange(graph.num_edges, device="cuda")
     out = {}
     a, b = op.A, op.B
+
+    def csr_of(vals):
+        return torch.sparse_csr_tensor(graph.indptr.long(), col, vals, (graph.num_dst, graph.num_src))
+    if name == "copy_u-mean":
+        # DGL's own mean (cuSPARSE's sum, then its division into a new tensor), and dgl_ugraph's
+        # before the division moved into the kernel (our sum, divided in place); ugraph_replay is
+        # the kernel's mean timed the same way.
+        deg = torch.diff(graph.indptr.long()).clamp(min=1).to(a.dtype).reshape((-1,) + (1,) * (a.dim() - 1))
+        sum_plan = policy.plan(graph, OpInfo("copy_lhs", "sum", a, "src", None, "null", "dst"))
+        mean_plan = policy.plan(graph, op)
+        if a.dtype in (torch.float32, torch.float64):
+            ones = csr_of(torch.ones(graph.num_edges, device="cuda", dtype=a.dtype))
+            out["cusparse"] = lambda: torch.sparse.mm(ones, a) / deg
+        out["ugraph_sum_div"] = lambda: sum_plan.run(a, None)[0].div_(deg)
+        out["ugraph_replay"] = lambda: mean_plan.run(a, None)[0]
     if name in ("copy_u-sum", "u_mul_e-sum") and a.dtype in (torch.float32, torch.float64):
-        def csr_of(vals):
-            return torch.sparse_csr_tensor(graph.indptr.long(), col, vals, (graph.num_dst, graph.num_src))
         if b is None:
             csr = csr_of(torch.ones(graph.num_edges, device="cuda", dtype=a.dtype))
             out["cusparse"] = lambda: torch.sparse.mm(csr, a)

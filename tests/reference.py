@@ -59,7 +59,7 @@ def messages(graph: UGraph, op: OpInfo, dtype: torch.dtype = torch.float64) -> t
 
 def reference(graph: UGraph, op: OpInfo):
     """(C, argA, argB) in float64 / int64; args are None unless gather is max/min and the
-    operand is used."""
+    operand is used. Gather mean is the sum divided by each row's in-degree, at least 1."""
     feat_dtype = (op.A if uses_lhs(op.edge_op) else op.B).dtype
     msg = messages(graph, op)
     out_shape = msg.shape[1:]
@@ -71,9 +71,11 @@ def reference(graph: UGraph, op: OpInfo):
     rows = graph.row.long()
     n_out = math.prod(out_shape)
     flat = msg.reshape(graph.num_edges, n_out)
-    if op.gather_op == "sum":
+    if op.gather_op in ("sum", "mean"):
         c = torch.zeros(graph.num_dst, n_out, dtype=torch.float64, device=dev)
         c.index_add_(0, rows, flat)
+        if op.gather_op == "mean":  # the sum over the in-degree, at least 1
+            c /= torch.bincount(rows, minlength=graph.num_dst).clamp(min=1).to(c)[:, None]
         return c.reshape((graph.num_dst,) + tuple(out_shape)), None, None
 
     # max/min: the first position, in CSC order, that is strictly better than every earlier one.

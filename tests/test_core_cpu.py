@@ -31,7 +31,7 @@ DTYPES = (torch.float32, torch.float64, torch.float16, torch.bfloat16)
 IDTYPES = (torch.int32, torch.int64)
 NODE_TYPES = ("src", "dst", "edge")
 BINARY = ("add", "sub", "mul", "div", "dot")
-GATHERS = ("none", "sum", "max", "min")
+GATHERS = ("none", "sum", "max", "min", "mean")
 # (rtol, atol) per dtype. Half types round once at the store (2^-11, 2^-8 relative); float32
 # sums differ from the fp64 oracle by accumulation order.
 TOL = {torch.float64: (1e-12, 1e-10), torch.float32: (1e-5, 1e-4),
@@ -179,7 +179,7 @@ def op_space():
 
 
 OP_SPACE = list(op_space())
-assert len(OP_SPACE) == 204
+assert len(OP_SPACE) == 255
 
 
 @pytest.mark.parametrize("idtype", IDTYPES, ids=dname)
@@ -235,7 +235,7 @@ def test_broadcast_tables_only_for_a_side_that_broadcasts(a_shape, b_shape, a_ta
 @pytest.mark.parametrize("num_nodes", [0, 6])
 def test_no_edges(num_nodes, gather, idtype):
     """No edges (and no nodes): the oracle cannot index empty tensors, so the expected outputs
-    are written out: nothing for gather none, zeros for sum, the reduce zero and args 0."""
+    are written out: nothing for gather none, zeros for sum and mean, the reduce zero and args 0."""
     empty = torch.zeros(0, dtype=torch.long)
     graph = UGraph.from_coo(empty, empty, num_nodes, num_nodes, idtype)
     for edge_op, b_type in (("copy_lhs", "null"), ("mul", "edge"), ("dot", "dst")):
@@ -244,7 +244,7 @@ def test_no_edges(num_nodes, gather, idtype):
             c, arg_a, arg_b = ugrapher(graph, op)
             width = (1,) if edge_op == "dot" else (5,)
             assert c.shape == ((0 if gather == "none" else num_nodes),) + width
-            if gather == "sum":
+            if gather in ("sum", "mean"):
                 assert (c == 0).all()
             if gather in ("max", "min"):
                 big = 65504.0 if dtype == torch.float16 else math.inf

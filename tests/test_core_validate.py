@@ -53,7 +53,7 @@ FIELD_MUTATIONS = {
     "num_dst": [-3],
     "num_edges": [-1],
     "edge_op": [-1, 7],
-    "gather_op": [-1, 4],
+    "gather_op": [-1, 5],
     "dtype": [-1, 4],
     "c_type": [0, 1, 3],
     "out_len": [-1],

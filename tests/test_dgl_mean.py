@@ -1,7 +1,10 @@
-"""The mean reducer above `_gspmm` (dgl_ugraph/dgl/mean.py): the very bits of DGL's own sum-then-
-divide on the same kernels, forward and backward, on every kind of graph it serves; DGL's own
-gspmm for what it does not serve; DGL's functions back when the plugin is off."""
+"""The mean reducer above `_gspmm` (dgl_ugraph/dgl/mean.py): the kernel's gather mean gives the
+very bits of DGL's own sum-then-divide on the same kernels (on CPU, where every row is divided
+whole), forward and backward, on every kind of graph it serves; a mean whose sum runs on DGL's
+kernel is divided by the hook; DGL's own gspmm for what it does not serve; DGL's functions back
+when the plugin is off."""
 import contextlib
+import warnings
 
 import pytest
 import torch
@@ -12,7 +15,7 @@ import dgl.ops  # noqa: E402
 import dgl.ops.spmm  # noqa: E402
 
 import dgl_ugraph  # noqa: E402
-from dgl_ugraph.dgl import cache, mean  # noqa: E402
+from dgl_ugraph.dgl import cache, interception, mean  # noqa: E402
 
 pytestmark = pytest.mark.usefixtures("plugin_on")
 
@@ -77,6 +80,43 @@ def test_ops_means_with_edge_operands_and_feature_ranks():
     _check_bitwise(lambda x, w: dgl.ops.u_div_e_mean(g, x, w.abs() + 0.5), (n, 8), (e, 1))
     _check_bitwise(lambda w: dgl.ops.copy_e_mean(g, w), (e, 3))
     _check_bitwise(lambda x: dgl.ops.gspmm(g, "copy_lhs", "mean", x, None), (n,))
+
+
+def test_the_kernel_divides_the_mean_and_no_sum_runs():
+    g = _skewed(80, 500, 5)
+    x = torch.randn(g.num_nodes(), 8, requires_grad=True)
+    dgl_ugraph.reset_stats()
+    out = dgl.ops.copy_u_mean(g, x)
+    forward = dgl_ugraph.stats()["patterns"]
+    assert set(forward) == {"gspmm:copy_lhs:mean:u:*"}
+    assert forward["gspmm:copy_lhs:mean:u:*"]["intercepted"] == 1
+    assert out.grad_fn.__class__.__name__ == "_DividedGradBackward"
+    with torch.no_grad():  # no autograd: the kernel's tensor itself
+        assert dgl.ops.copy_u_mean(g, x).grad_fn is None
+
+
+def test_in_place_use_of_a_kernel_divided_mean_keeps_its_gradient():
+    g = _skewed(90, 700, 6)
+    _check_bitwise(lambda x: dgl.ops.copy_u_mean(g, x).mul_(3).relu_(), (g.num_nodes(), 6))
+    _check_bitwise(lambda x: dgl.ops.copy_u_mean(g, x).sigmoid_(), (g.num_nodes(),))  # 1-D: a view
+
+
+def test_a_mean_whose_sum_runs_on_dgl_is_divided_by_the_hook(monkeypatch, isolated_failures):
+    def broken(*args, **kwargs):
+        raise RuntimeError("injected failure")
+
+    g = _skewed(70, 400, 7)
+    gen = torch.Generator().manual_seed(3)
+    x = torch.randn(g.num_nodes(), 5, generator=gen, requires_grad=True)
+    with dgl_ugraph.disabled():
+        ref, ref_grads = _run(lambda h: dgl.ops.copy_u_mean(g, h), x)
+    monkeypatch.setattr(interception, "Plan", broken)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", dgl_ugraph.UGraphFallbackWarning)
+        for _ in range(2):
+            out, grads = _run(lambda h: dgl.ops.copy_u_mean(g, h), x)
+            assert torch.equal(out, ref) and torch.equal(grads[0], ref_grads[0])
+    assert not getattr(mean._state, "armed", False)
 
 
 def test_blocks_divide_by_their_destination_degrees():

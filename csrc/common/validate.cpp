@@ -85,7 +85,7 @@ int validate(const UgParams& p, Backend backend, std::string* why) {
   if (!p.indptr) return invalid(why, "indptr is NULL");
   if (p.num_edges > 0 && (!p.col || !p.row)) return invalid(why, "col and row must be set when num_edges > 0");
   if (p.edge_op < UG_COPY_LHS || p.edge_op > UG_DOT) return invalid(why, "unknown edge_op %d", p.edge_op);
-  if (p.gather_op < UG_GATHER_NONE || p.gather_op > UG_MIN) return invalid(why, "unknown gather_op %d", p.gather_op);
+  if (p.gather_op < UG_GATHER_NONE || p.gather_op > UG_MEAN) return invalid(why, "unknown gather_op %d", p.gather_op);
   if (p.dtype < UG_F32 || p.dtype > UG_BF16) return invalid(why, "unknown dtype %d", p.dtype);
   if (backend == Backend::kCuda) {
     const int status = check_parallel_info(p, why);

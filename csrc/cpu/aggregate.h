@@ -55,11 +55,21 @@ struct RowStore {
       for (int64_t j = 0; j < n; ++j) win[j] = W(-1);
   }
 
-  // Writes features [j0, j0 + n) of row v: the values, and for max/min the A and B row ids of
-  // the winners at positions base + win (0 where nothing won).
+  // Writes features [j0, j0 + n) of row v: the values (a mean's divided by the row's degree, at
+  // least 1), and for max/min the A and B row ids of the winners at positions base + win (0 where
+  // nothing won).
   template <typename N, typename W>
   UG_INLINE static void store(const G& g, int64_t v, int64_t j0, N n, const Acc* acc, const W* win, int64_t base) {
     T* c = g.c + v * g.out_len + j0;
+    if constexpr (!Red::is_cmp) {
+      if (g.mean) {
+        const int64_t degree = int64_t(g.indptr[v + 1]) - int64_t(g.indptr[v]);
+        const Acc d = Acc(degree > 1 ? degree : 1);
+#pragma omp simd
+        for (int64_t j = 0; j < n; ++j) c[j] = Scalar<T>::store(acc[j] / d);
+        return;
+      }
+    }
 #pragma omp simd
     for (int64_t j = 0; j < n; ++j) c[j] = Scalar<T>::store(acc[j]);
     if constexpr (Red::is_cmp) {

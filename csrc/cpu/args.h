@@ -34,6 +34,7 @@ struct Args {
   I* arg_b = nullptr;
   int64_t out_len = 0;
   int64_t reduce_size = 1;   // K: products per dot message
+  bool mean = false;         // gather mean: each row's sums are divided by its degree (at least 1)
   // Broadcast (the kernels' Bcast instances only): element j reads A at a_off[j] and B at
   // b_off[j], and runs of `run` elements step through A and B by a_step and b_step (broadcast.h).
   const int64_t* a_off = nullptr;

@@ -46,6 +46,7 @@ Args<T, I> make_args(const Prepared& q) {
   g.arg_b = static_cast<I*>(p.arg_b);
   g.out_len = p.out_len;
   g.reduce_size = p.reduce_size;
+  g.mean = p.gather_op == UG_MEAN;
   g.a_off = q.a_off;
   g.b_off = q.b_off;
   g.run = q.runs.run;

@@ -42,7 +42,8 @@ int run(const UgParams& p) {
   advise_huge_pages(p.arg_b, elements * (p.index_bits / 8));
   switch (p.gather_op) {
     case UG_GATHER_NONE: run_typed<Gather::kNone>(q); break;
-    case UG_SUM: run_typed<Gather::kSum>(q); break;
+    case UG_SUM:
+    case UG_MEAN: run_typed<Gather::kSum>(q); break;  // a mean divides at the store (Args::mean)
     case UG_MAX: run_typed<Gather::kMax>(q); break;
     default: run_typed<Gather::kMin>(q); break;
   }

@@ -240,6 +240,14 @@ struct OpArgs {
   int64_t a_stride, b_stride;
   uint64_t a_row_bytes, b_row_bytes, c_row_bytes;  // the strides in bytes, for row_ptr
   int64_t out_len, reduce_size;
+  bool mean;  // gather mean: a sum divided by its row's degree where it is stored (mean_of)
+
+  // What an aggregated sum of a row of `degree` positions stores: the sum, or for a mean the sum
+  // divided by the degree (at least 1), as dgl.ops.gspmm divides it. A split row's partial sums
+  // are each divided before they combine.
+  __device__ __forceinline__ acc_t<DType> mean_of(acc_t<DType> sum, int64_t degree) const {
+    return mean ? sum / static_cast<acc_t<DType>>(degree > 1 ? degree : 1) : sum;
+  }
 
   // Offset of output element e's first value within a row of A (B): a_off[e]*K, or e*K.
   __device__ __forceinline__ int64_t a_elem(int64_t e) const {
@@ -279,6 +287,7 @@ OpArgs<DType, IdType> make_op_args(const UgParams& p) {
   x.c_row_bytes = static_cast<uint64_t>(p.out_len) * sizeof(DType);
   x.out_len = p.out_len;
   x.reduce_size = p.reduce_size;
+  x.mean = p.gather_op == UG_MEAN;
   x.a_rows = operand_rows<IdType>(p, p.a_type, p.edge_op != UG_COPY_RHS);
   x.b_rows = operand_rows<IdType>(p, p.b_type, p.edge_op != UG_COPY_LHS);
   return x;

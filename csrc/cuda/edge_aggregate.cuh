@@ -37,12 +37,16 @@ struct EdgeSink {
 
   void* target;  // C, the float workspace or the keys, as above
 
-  // Folds the aggregate of one run into output element i. win is the winning position (max/min;
-  // -1 when no message beat the reduce zero, and acc is then that zero); whole says the run is
-  // its row's only run.
+  // Folds the aggregate of one run into output element e of row v. win is the winning position
+  // (max/min; -1 when no message beat the reduce zero, and acc is then that zero); whole says the
+  // run is its row's only run.
   template <typename IdType>
-  __device__ __forceinline__ void flush(const OpArgs<DType, IdType>& x, int64_t i, Acc acc, int64_t win,
+  __device__ __forceinline__ void flush(const OpArgs<DType, IdType>& x, int64_t v, int64_t e, Acc acc, int64_t win,
                                         bool whole) const {
+    const int64_t i = v * x.out_len + e;
+    if constexpr (!kPacked) {
+      if (x.mean) acc = x.mean_of(acc, x.graph.end(v) - x.graph.begin(v));
+    }
     if (whole) {
       if constexpr (kPacked) {
         x.store(i, acc, win >= 0 && x.arg_a ? x.a_rows.at(win) : 0, win >= 0 && x.arg_b ? x.b_rows.at(win) : 0);

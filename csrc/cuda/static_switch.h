@@ -75,11 +75,12 @@
     }                                                   \
   }()
 
-// UgGatherOp sum/max/min -> the reduce functor. UG_GATHER_NONE is message creation, which has
-// its own kernels and never reaches this switch.
+// UgGatherOp sum/max/min/mean -> the reduce functor. A mean is a sum (OpArgs::mean divides at the
+// store). UG_GATHER_NONE is message creation, which has its own kernels and never reaches this
+// switch.
 #define UG_GATHER_SWITCH(GATHER, DTYPE, FUNCTOR, ...) \
   [&] {                                               \
-    if ((GATHER) == UG_SUM) {                         \
+    if ((GATHER) == UG_SUM || (GATHER) == UG_MEAN) {  \
       using FUNCTOR = ::ugraph::reduce::Sum<DTYPE>;   \
       return __VA_ARGS__();                           \
     } else if ((GATHER) == UG_MAX) {                  \

@@ -206,6 +206,17 @@ struct Fold {
       }
     }
   }
+
+  // A mean's sums divided by the degree of their row (OpArgs::mean_of), before they are stored or
+  // flushed; the other gathers keep theirs.
+  __device__ __forceinline__ void divide_mean(const OpArgs<DType, IdType>& x, int64_t degree) {
+    if constexpr (!kArg) {
+      if (x.mean) {
+#pragma unroll
+        for (int k = 0; k < kVec; ++k) acc[k] = x.mean_of(acc[k], degree);
+      }
+    }
+  }
 };
 
 // kVec operand rows (-1: nothing won, stored as 0) into arg at p: one vector store when the
@@ -364,9 +375,11 @@ __global__ void __launch_bounds__(kBlock, kMinBlocks)
       // An idle lane reads element 0 and discards it: the loads stay unconditional.
       const LaneOffsets<kVec, kGatherB, DType> off(x, active ? first : 0);
       for (pos_t<IdType> v = v_begin; v < v_end; ++v) {
+        const pos_t<IdType> row_begin = g.begin_pos(v), row_end = g.end_pos(v);
         Fold<Reduce, kVec, DType, IdType, true> f;
-        f.template run<Op>(x, off, g.begin_pos(v), g.end_pos(v), v);
+        f.template run<Op>(x, off, row_begin, row_end, v);
         if (!active) continue;
+        f.divide_mean(x, row_end - row_begin);
         const int64_t out = int64_t(v) * x.out_len + first;
         store_vec<kVec>(x.c + out, f.acc);
         if constexpr (Reduce::require_arg) {
@@ -404,6 +417,7 @@ __global__ void __launch_bounds__(kBlock, kMinBlocks)
         f.template run<Op>(x, off, p, run_end, v);
         p = run_end;
         if (!active) continue;
+        f.divide_mean(x, row_end - row_begin);
         const int64_t out = int64_t(v) * x.out_len + first;
         if (!row_split(row_end - row_begin, group)) {  // the run is the whole row: C directly
           store_vec<kVec>(x.c + out, f.acc);

@@ -40,7 +40,7 @@ __global__ void __launch_bounds__(kBlock, kMinBlocks)
       for (int64_t p = p_begin; p < p_end; ++p) {
         const int64_t v = g.dst(p);
         if (v != run_row) {
-          sink.flush(x, run_row * x.out_len + e, acc, win, run_begin > p_begin || row_before != run_row);
+          sink.flush(x, run_row, e, acc, win, run_begin > p_begin || row_before != run_row);
           run_row = v;
           run_begin = p;
           acc = Reduce::zero();
@@ -50,7 +50,7 @@ __global__ void __launch_bounds__(kBlock, kMinBlocks)
         const int64_t ib = Op::use_rhs ? x.b_rows.at(p, v) : 0;
         if (Reduce::Call(acc, message<Op>(x, ia, ib, ae, be))) win = p;
       }
-      sink.flush(x, run_row * x.out_len + e, acc, win,
+      sink.flush(x, run_row, e, acc, win,
                  (run_begin > p_begin || row_before != run_row) && row_after != run_row);
     }
   }

@@ -38,7 +38,7 @@ __global__ void __launch_bounds__(kBlock, kMinBlocks)
             win_b = ib;
           }
         }
-        x.store(v * x.out_len + e, acc, win_a, win_b);
+        x.store(v * x.out_len + e, x.mean_of(acc, p_end - p_begin), win_a, win_b);
       }
     }
   }

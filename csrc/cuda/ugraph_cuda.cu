@@ -124,7 +124,8 @@ int64_t ug_cuda_workspace_bytes(const UgParams* p) {
   if (!edge_strategy) return 0;
   const int64_t elements = p->num_dst * p->out_len;
   if (p->gather_op == UG_MAX || p->gather_op == UG_MIN) return elements * int64_t(sizeof(unsigned long long));
-  if (p->gather_op == UG_SUM && (p->dtype == UG_F16 || p->dtype == UG_BF16)) return elements * int64_t(sizeof(float));
+  const bool sum = p->gather_op == UG_SUM || p->gather_op == UG_MEAN;
+  if (sum && (p->dtype == UG_F16 || p->dtype == UG_BF16)) return elements * int64_t(sizeof(float));
   return 0;
 }
 

@@ -63,7 +63,7 @@ __global__ void __launch_bounds__(kBlock, kMinBlocks)
           const int64_t v = shfl_index(lane_v, i);
           if (v != run_row) {
             if (run_row >= 0 && flusher) {
-              sink.flush(x, run_row * x.out_len + e, acc, win, run_begin > p_begin || row_before != run_row);
+              sink.flush(x, run_row, e, acc, win, run_begin > p_begin || row_before != run_row);
             }
             run_row = v;
             run_begin = base + i;
@@ -78,7 +78,7 @@ __global__ void __launch_bounds__(kBlock, kMinBlocks)
         }
       }
       if (flusher) {
-        sink.flush(x, run_row * x.out_len + e, acc, win,
+        sink.flush(x, run_row, e, acc, win,
                    (run_begin > p_begin || row_before != run_row) && row_after != run_row);
       }
     }

@@ -65,7 +65,7 @@ __global__ void __launch_bounds__(kBlock, kMinBlocks)
             }
           }
         }
-        if (active && share == 0) x.store(v * x.out_len + e, acc, win_a, win_b);
+        if (active && share == 0) x.store(v * x.out_len + e, x.mean_of(acc, p_end - p_begin), win_a, win_b);
       }
     }
   }

@@ -12,7 +12,7 @@ from typing import Optional, Tuple
 import torch
 
 EDGE_OPS = ("copy_lhs", "copy_rhs", "add", "sub", "mul", "div", "dot")
-GATHER_OPS = ("none", "sum", "max", "min")
+GATHER_OPS = ("none", "sum", "max", "min", "mean")
 TENSOR_TYPES = ("null", "src", "dst", "edge")
 STRATEGIES = ("thread_vertex", "thread_edge", "warp_vertex", "warp_edge")
 # The strategies whose units are runs of edge positions rather than destination rows.
@@ -44,7 +44,8 @@ class OpInfo:
     """The paper's op_info: (edge_op, gather_op, A, A_type, B, B_type, C_type).
 
     A and B are (rows, *feature_shape) tensors, or None where the type is "null". C_type is
-    "dst" for aggregation (gather_op in sum/max/min) and "edge" for message creation (none).
+    "dst" for aggregation (gather_op sum, max, min, or mean: the sum divided by the destination's
+    in-degree, at least 1, as dgl.ops.gspmm's mean) and "edge" for message creation (none).
     """
 
     edge_op: str

@@ -31,7 +31,7 @@ import torch
 
 from dgl_ugraph.core.ops import Plan, edge_softmax
 from dgl_ugraph.dgl import degrees, indexes, mean, patterns
-from dgl_ugraph.dgl.recognition import Decision, after_failure, decision_for, make_op_info, meta
+from dgl_ugraph.dgl.recognition import Decision, after_failure, count_fallback, decision_for, make_op_info, meta
 from dgl_ugraph.dgl.stats import DGL, record, set_enabled
 
 # The DGL releases whose dgl.backend.pytorch.sparse binds these names with these signatures.
@@ -270,6 +270,13 @@ def _sddmm(gidx, op, lhs, rhs, lhs_target, rhs_target, native):
 
 
 def _gspmm(gidx, op, reduce_op, u, e):
+    if reduce_op == "sum" and mean.take():  # dgl.ops.gspmm's mean, divided in the kernel
+        return _spmm(gidx, op, "mean", u, e, lambda: mean.undivided(_dgl["_gspmm"](gidx, op, "sum", u, e)))
+    if reduce_op == "mean":  # DGL never passes a mean; its kernel raises on one
+        key = patterns.spmm_key(op, reduce_op)
+        count_fallback(key, patterns.unsupported_reason(key), u if op != "copy_rhs" else None,
+                       e if op != "copy_lhs" else None, gidx)
+        return _dgl["_gspmm"](gidx, op, reduce_op, u, e)
     return _spmm(gidx, op, reduce_op, u, e, lambda: _dgl["_gspmm"](gidx, op, reduce_op, u, e))
 
 

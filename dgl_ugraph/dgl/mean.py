@@ -3,10 +3,16 @@ fn.mean, every dgl.ops.*_mean and SAGEConv's mean aggregator reach.
 
 DGL lowers a mean to a sum on `_gspmm` and then, in PyTorch, asks for every in-degree, clamps
 them to at least 1, casts them to the result's dtype, reshapes them and divides into a new tensor
-(dgl/ops/spmm.py). Here the sum still runs through DGL's gspmm (so through the kernels, with
-DGL's autograd), and the division uses a divisor the graph cache computes once per graph, dtype
-and rank, in place on the sum that nobody else holds (where it is no view): the same division by
-the same values, so the same bits, without four tensor operations and an allocation per call.
+(dgl/ops/spmm.py). Here the sum still goes through DGL's gspmm (with DGL's autograd), but the
+`_gspmm` it reaches is told (`take`) to run the unified operator's gather mean: the kernel divides
+each row by its clamped in-degree as it stores it, with no pass over the result. Autograd then
+records the division's gradient (`_DividedGrad`: the gradient divided by the same degrees), which
+is what it records for DGL's `sum / degrees`.
+
+Where the sum runs on DGL's kernel instead (a call dgl_ugraph refuses, or one whose kernel
+failed), the division uses a divisor the graph cache computes once per graph, dtype and rank, in
+place on the sum that nobody else holds (where it is no view): the same division by the same
+values, so the same bits, without four tensor operations and an allocation per call.
 
 Heterographs (several edge types) and graphs the cache cannot hold take DGL's own gspmm.
 """
@@ -24,6 +30,43 @@ _SIGNATURE = ("g", "op", "reduce_op", "lhs_data", "rhs_data")
 _dgl = {}  # module name -> DGL's own gspmm there, captured by enable()
 _own = [None]  # DGL's gspmm, which `_gspmm` calls (kept after disable for calls in flight)
 _lock = threading.Lock()
+# Per thread: `armed` while a mean's sum is on its way to _gspmm, `divided` once the kernel that
+# ran it divided it (take) or not (undivided).
+_state = threading.local()
+
+
+def take() -> bool:
+    """Called by the replaced `_gspmm` for each sum it gets: True (once) when the sum is the one a
+    mean sent, which it then runs as gather mean."""
+    if getattr(_state, "armed", False):
+        _state.armed = False
+        _state.divided = True
+        return True
+    return False
+
+
+def undivided(ret):
+    """Says that the mean's sum ran on DGL's kernel, undivided; returns DGL's result."""
+    _state.divided = False
+    return ret
+
+
+class _DividedGrad(torch.autograd.Function):
+    """A mean that the kernel divided: the identity forward, and backward the gradient divided by
+    the degrees, as autograd records DGL's `sum / degrees`. The sum is marked as changed in place,
+    so the result is the sum's own tensor (no view, which in-place use downstream would refuse)."""
+
+    @staticmethod
+    def forward(ctx, ret, divisor):
+        ctx.divisor = divisor
+        if ret._is_view():  # a view cannot be marked dirty here
+            return ret.clone()
+        ctx.mark_dirty(ret)
+        return ret
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad / ctx.divisor, None
 
 
 def _modules():
@@ -53,8 +96,14 @@ def _gspmm(g, op, reduce_op, lhs_data, rhs_data):
     entry = cache.entry_for(g._graph)
     if entry.__class__ is not cache.GraphEntry:
         return own(g, op, reduce_op, lhs_data, rhs_data)
-    ret = own(g, op, "sum", lhs_data, rhs_data)
+    _state.armed, _state.divided = True, False
+    try:
+        ret = own(g, op, "sum", lhs_data, rhs_data)
+    finally:
+        _state.armed = False
     divisor = _divisor(entry, ret)
+    if _state.divided:
+        return _DividedGrad.apply(ret, divisor) if ret.requires_grad else ret
     # In place where the sum is a floating tensor of its own; autograd forbids it on a view that
     # DGL's autograd function returns (a reshaped broadcast result), and DGL's true division
     # turns an integer sum into a float one.

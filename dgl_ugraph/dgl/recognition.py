@@ -211,7 +211,8 @@ def after_failure(entry, sig_key, decision: Decision, exc: Exception) -> Decisio
     return fallback
 
 
-def _graph_fallback(key: str, reason: str, lhs, rhs, gidx):
+def count_fallback(key: str, reason: str, lhs, rhs, gidx):
+    """Counts one call of `key` that DGL runs, and why."""
     record(key, _stats_signature(lhs, rhs, gidx.dtype), DGL, reason).calls += 1
 
 
@@ -250,7 +251,7 @@ def decision_for(gidx, sig_key, op, lhs, rhs):
     try:
         entry = cache.entry_for(gidx)
         if entry.__class__ is str:
-            _graph_fallback(_pattern_key(sig_key), entry, lhs, rhs, gidx)
+            count_fallback(_pattern_key(sig_key), entry, lhs, rhs, gidx)
             return None, None
         d = entry.decisions.get(sig_key)
         if d is None or (d.choice is not None and not d.choice.current()):

@@ -163,6 +163,10 @@ def _log2(x: float) -> float:
     return math.log2(x) if x > 0 else -1.0
 
 
+# A mean runs the sum's kernels with a division at each row's store: the model knows it as a sum.
+_AS_MEASURED = {"mean": "sum"}
+
+
 def case_vector(case: CaseInfo, sig: Signature, dev: DeviceInfo) -> np.ndarray:
     """CASE_FEATURES for one (graph, signature, device)."""
     nbytes = DTYPE_BYTES[sig.dtype]
@@ -171,7 +175,8 @@ def case_vector(case: CaseInfo, sig: Signature, dev: DeviceInfo) -> np.ndarray:
         _log2(case.num_src), _log2(case.num_dst), _log2(case.num_edges),
         case.num_edges / max(case.num_dst, 1), case.std_deg, _log2(case.max_deg),
         case.std_deg / max(case.mean_deg, 1e-9), case.empty_rows / max(case.num_dst, 1),
-        EDGE_OP_CODE[sig.edge_op], GATHER_OP_CODE[sig.gather_op], TENSOR_TYPE_CODE[sig.a_type],
+        EDGE_OP_CODE[sig.edge_op], GATHER_OP_CODE[_AS_MEASURED.get(sig.gather_op, sig.gather_op)],
+        TENSOR_TYPE_CODE[sig.a_type],
         TENSOR_TYPE_CODE[sig.b_type], TENSOR_TYPE_CODE[sig.c_type],
         sig.width, _log2(sig.width), sig.out_len, sig.reduce_size, float(sig.broadcast), nbytes,
         float(sig.dtype == torch.bfloat16), case.index_bits,

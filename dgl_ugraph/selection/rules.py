@@ -67,7 +67,7 @@ def heuristic(sig: Signature, stats: DegreeStats, allowed: List[str]) -> Paralle
 # Warps an H100 keeps resident when the team kernels run at half occupancy (132 SMs x 32): with
 # the lanes per team, how many teams share the edges at once.
 RESIDENT_WARPS = 132 * 32
-_SKEW = {"sum": 4.0, "max": 10.0, "min": 10.0}
+_SKEW = {"sum": 4.0, "mean": 4.0, "max": 10.0, "min": 10.0}
 
 
 # The L2 slab rule's thresholds (csrc/cuda/team.cuh's tile_major_fits walks tile-major only on

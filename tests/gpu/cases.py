@@ -40,7 +40,7 @@ def shapes_for(edge_op: str, variant: int) -> Tuple[Tuple[int, ...], Tuple[int, 
 
 def op_cases() -> List[Case]:
     cases, v = [], 0
-    for gather in ("none", "sum", "max", "min"):
+    for gather in ("none", "sum", "max", "min", "mean"):
         for t in NODE_TYPES:
             a, _ = shapes_for("copy_lhs", v); v += 1
             cases.append(Case("copy_lhs", gather, t, "null", a, ()))

@@ -128,12 +128,12 @@ def test_zero_edges_and_wide_rows(strategy):
     """Zero edges (every row empty) and a width past one warp's 32 lanes many times (F = 257)."""
     empty = UGraph.from_coo(torch.zeros(0, dtype=torch.long), torch.zeros(0, dtype=torch.long), 5, 9).to("cuda")
     x = torch.randn(5, 257, device="cuda")
-    for gather in ("sum", "max", "min"):
+    for gather in ("sum", "max", "min", "mean"):
         c, arg, _ = ugrapher(empty, OpInfo("copy_lhs", gather, x, "src", None, "null", "dst"), ParallelInfo(strategy, 4, 3))
         ref_c, ref_a, _ = reference(empty, OpInfo("copy_lhs", gather, x, "src", None, "null", "dst"))
         assert torch.equal(c.double(), ref_c) and (arg is None or torch.equal(arg.long(), ref_a))
     graph = suite_graph(torch.int64, "cuda", seed=3)
-    for gather in ("sum", "max"):
+    for gather in ("sum", "max", "mean"):
         op = OpInfo("copy_lhs", gather, torch.randn(graph.num_src, 257, device="cuda"), "src", None, "null", "dst")
         assert run_case(graph, op, ParallelInfo(strategy, 2, 7), torch.float32) is None
 

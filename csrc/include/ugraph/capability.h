@@ -32,14 +32,14 @@ inline constexpr UgRule kRules[] = {
      "packs a max/min value and its position into one 64-bit atomic; float64 does not fit"},
     {kAtomicStrategies, bit(UG_MAX) | bit(UG_MIN), kAllDTypes, int64_t(1) << 32, 0,
      "packs edge positions into 32 bits; this graph has 2^32 edges or more"},
-    {kAtomicStrategies, bit(UG_SUM), kAllDTypes, 0, 1,
+    {kAtomicStrategies, bit(UG_SUM) | bit(UG_MEAN), kAllDTypes, 0, 1,
      "adds with atomics in no fixed order, and deterministic mode is on"},
 };
 inline constexpr int kNumRules = sizeof(kRules) / sizeof(kRules[0]);
 
 inline constexpr const char* kStrategyNames[] = {"thread_vertex", "thread_edge", "warp_vertex", "warp_edge"};
 inline constexpr const char* kDTypeNames[] = {"f32", "f64", "f16", "bf16"};
-inline constexpr const char* kGatherNames[] = {"none", "sum", "max", "min"};
+inline constexpr const char* kGatherNames[] = {"none", "sum", "max", "min", "mean"};
 inline constexpr int kNumStrategies = 4, kNumDTypes = 4;
 
 // The first hard rule (only_deterministic 0) that covers p, or NULL.

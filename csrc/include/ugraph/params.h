@@ -15,6 +15,8 @@
  *                  earlier one, starting from reduce_zero(dtype) (DGL's ReduceOp::zero():
  *                  -inf/+inf, or -65504/+65504 for float16). NaN never wins. arg_a/arg_b (when
  *                  not NULL) receive ia(p)/ib(p) of the winner, 0 where nothing won.
+ *   gather mean  : C[v][j] = (gather sum's C[v][j]) / max(1, indptr[v + 1] - indptr[v]), the mean
+ *                  of dgl.ops.gspmm, divided in the kernel rather than by a pass over C.
  * Half types accumulate in float32. The core writes every element of C, arg_a and arg_b.
  */
 #ifndef UGRAPH_PARAMS_H_
@@ -28,7 +30,7 @@ extern "C" {
 
 /* DGL's operator names, in patterns/switching_table.json's order. */
 enum UgEdgeOp { UG_COPY_LHS = 0, UG_COPY_RHS = 1, UG_ADD = 2, UG_SUB = 3, UG_MUL = 4, UG_DIV = 5, UG_DOT = 6 };
-enum UgGatherOp { UG_GATHER_NONE = 0, UG_SUM = 1, UG_MAX = 2, UG_MIN = 3 };
+enum UgGatherOp { UG_GATHER_NONE = 0, UG_SUM = 1, UG_MAX = 2, UG_MIN = 3, UG_MEAN = 4 };
 enum UgTensorType { UG_NULL = 0, UG_SRC = 1, UG_DST = 2, UG_EDGE = 3 };
 enum UgDType { UG_F32 = 0, UG_F64 = 1, UG_F16 = 2, UG_BF16 = 3 };
 enum UgStrategy { UG_THREAD_VERTEX = 0, UG_THREAD_EDGE = 1, UG_WARP_VERTEX = 2, UG_WARP_EDGE = 3 };
