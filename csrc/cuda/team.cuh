@@ -375,11 +375,12 @@ __global__ void __launch_bounds__(kBlock, kMinBlocks)
       // An idle lane reads element 0 and discards it: the loads stay unconditional.
       const LaneOffsets<kVec, kGatherB, DType> off(x, active ? first : 0);
       for (pos_t<IdType> v = v_begin; v < v_end; ++v) {
-        const pos_t<IdType> row_begin = g.begin_pos(v), row_end = g.end_pos(v);
         Fold<Reduce, kVec, DType, IdType, true> f;
-        f.template run<Op>(x, off, row_begin, row_end, v);
+        f.template run<Op>(x, off, g.begin_pos(v), g.end_pos(v), v);
         if (!active) continue;
-        f.divide_mean(x, row_end - row_begin);
+        // The row's bounds are loaded again (L1 hits) rather than held through the fold, which
+        // would cost every sum the registers.
+        if (x.mean) f.divide_mean(x, g.end_pos(v) - g.begin_pos(v));
         const int64_t out = int64_t(v) * x.out_len + first;
         store_vec<kVec>(x.c + out, f.acc);
         if constexpr (Reduce::require_arg) {
