@@ -73,6 +73,14 @@ def per_call_us(fn, calls: int, sync=lambda: None) -> float:
     return (time.perf_counter_ns() - t0) / calls / 1e3
 
 
+def write_csv(path: str, columns, rows) -> None:
+    with open(path, "w", newline="") as fh:
+        w = csv.DictWriter(fh, columns)
+        w.writeheader()
+        w.writerows(rows)
+    print(f"wrote {len(rows)} rows to {path}")
+
+
 def gpu_baselines(g, name: str, op: OpInfo) -> dict:
     """The launch floor and, for the sums, cuSPARSE on a CSR tensor built once."""
     tiny = torch.zeros(1, device=g.device)
@@ -136,11 +144,7 @@ def main():
                                  us_p75=round(q[2], 2)))
             line = " ".join(f"{r['impl']}={r['us_median']:.1f}" for r in rows[-len(samples):])
             print(f"{name:12} F={f:<3} {config} us per call: {line}", flush=True)
-    with open(out_path, "w", newline="") as fh:
-        w = csv.DictWriter(fh, COLUMNS)
-        w.writeheader()
-        w.writerows(rows)
-    print(f"wrote {len(rows)} rows to {out_path}")
+    write_csv(out_path, COLUMNS, rows)
 
 
 if __name__ == "__main__":

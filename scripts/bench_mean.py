@@ -13,18 +13,18 @@ Each call is timed to torch.cuda.synchronize(), after warm-up; medians over roun
 from __future__ import annotations
 
 import argparse
-import csv
 import pathlib
 import statistics
 import sys
-import time
 
 import torch
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "scripts"))
 
 import dgl  # noqa: E402
+from bench_dispatch import per_call_us, write_csv  # noqa: E402
 
 import dgl_ugraph  # noqa: E402
 from dgl_ugraph.dgl import mean  # noqa: E402
@@ -35,12 +35,8 @@ GRAPHS = ("cora", "pubmed", "ppi", "com-amazon", "amazon0505", "OVCAR-8H")
 
 
 def timed(fn, calls: int) -> float:
-    torch.cuda.synchronize()
-    t0 = time.perf_counter()
-    for _ in range(calls):
-        fn()
-    torch.cuda.synchronize()
-    return (time.perf_counter() - t0) / calls * 1e3
+    """Milliseconds per call, to the device's synchronization."""
+    return per_call_us(fn, calls, torch.cuda.synchronize) / 1e3
 
 
 def main():
@@ -105,11 +101,7 @@ def main():
                 print(f"{spec.name:12} F={f:<4} {mode:9} ms per call: {line}", flush=True)
         del g
         torch.cuda.empty_cache()
-    with open(args.out, "w", newline="") as fh:
-        w = csv.DictWriter(fh, COLUMNS)
-        w.writeheader()
-        w.writerows(rows)
-    print(f"wrote {len(rows)} rows to {args.out}")
+    write_csv(args.out, COLUMNS, rows)
 
 
 if __name__ == "__main__":

@@ -30,15 +30,22 @@ _SIGNATURE = ("g", "op", "reduce_op", "lhs_data", "rhs_data")
 _dgl = {}  # module name -> DGL's own gspmm there, captured by enable()
 _own = [None]  # DGL's gspmm, which `_gspmm` calls (kept after disable for calls in flight)
 _lock = threading.Lock()
-# Per thread: `armed` while a mean's sum is on its way to _gspmm, `divided` once the kernel that
-# ran it divided it (take) or not (undivided).
-_state = threading.local()
+class _State(threading.local):
+    """Per thread: `armed` while a mean's sum is on its way to _gspmm, `divided` once the kernel
+    that ran it divided it (take) or not (undivided). The class attributes are every thread's
+    defaults: every sum reads `armed`, and a missing attribute would cost it an exception."""
+
+    armed = False
+    divided = False
+
+
+_state = _State()
 
 
 def take() -> bool:
     """Called by the replaced `_gspmm` for each sum it gets: True (once) when the sum is the one a
     mean sent, which it then runs as gather mean."""
-    if getattr(_state, "armed", False):
+    if _state.armed:
         _state.armed = False
         _state.divided = True
         return True
