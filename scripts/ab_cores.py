@@ -10,12 +10,17 @@ several rows with other configurations: each is timed).
     python scripts/ab_cores.py --core old=/path/libugraph_cuda.so --core new=dgl_ugraph/libugraph_cuda.so \
         --cases bench/kernels_886c139e_h100.csv --out /tmp/ab.csv
 
+--no-hint NAME times core NAME with the params' max_degree hint cleared (params.h), as a caller
+that does not know the graph's longest row: the same library twice, once with and once without
+it, measures what the hint turns on (team.cuh's heavy rows) apart from any other change.
+
 Output: one row per (round, core, case) with the median time of the timing loop's launches.
 """
 from __future__ import annotations
 
 import argparse
 import csv
+import dataclasses
 import os
 import pathlib
 import shutil
@@ -54,7 +59,7 @@ def read_cases(paths, skip_graphs, dtypes):
     return sorted(cases, key=lambda c: c[0])  # stable: each graph is built once
 
 
-def child(cases_file: str, out_file: str, core: str, rnd: int):
+def child(cases_file: str, out_file: str, core: str, rnd: int, no_hint: bool):
     """Times every case with the core installed when this process started; appends rows to
     out_file."""
     core_hash = ext._C.build_info().get("cuda_source_hash", "none")
@@ -66,6 +71,8 @@ def child(cases_file: str, out_file: str, core: str, rnd: int):
             graph_name, graph = g, None
             torch.cuda.empty_cache()
             graph = load(g)
+            if no_hint:  # prepare reads the hint from the graph's degree statistics
+                graph._stats = dataclasses.replace(graph.stats, max=0)
         info = make_inputs(op, graph, F, getattr(torch, dt), torch.Generator(device="cuda").manual_seed(0))
         config = ParallelInfo.parse(cfg)
         (t,) = timing.time_configs(timing.CudaRunner(graph, info, config), [config], FINAL_POLICY)
@@ -94,11 +101,13 @@ def main():
     ap.add_argument("--dtypes", default="float32,float16,bfloat16")
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--out", required=True)
+    ap.add_argument("--no-hint", action="append", default=[], metavar="NAME",
+                    help="time core NAME without the max_degree hint")
     ap.add_argument("--child", nargs=3, metavar=("CASES", "CORE", "ROUND"), help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
         cases_file, core, rnd = args.child
-        child(cases_file, args.out, core, int(rnd))
+        child(cases_file, args.out, core, int(rnd), core in args.no_hint)
         return
     if not args.core or not args.cases:
         ap.error("--core (two or more) and --cases are required")
@@ -119,8 +128,9 @@ def main():
             order = cores if rnd % 2 == 0 else cores[::-1]
             for name, _ in order:
                 install(saved[name])
-                subprocess.run([sys.executable, __file__, "--out", args.out, "--child", cases_file, name, str(rnd)],
-                               check=True)
+                hint = [f"--no-hint={name}"] if name in args.no_hint else []
+                subprocess.run([sys.executable, __file__, "--out", args.out, *hint, "--child", cases_file, name,
+                                str(rnd)], check=True)
     finally:
         install(original)
 

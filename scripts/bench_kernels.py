@@ -151,8 +151,11 @@ def byte_counts(op: OpInfo, graph: UGraph, out: torch.Tensor):
     isz = graph.col.element_size()
     fsz = out.element_size()
     operands = [(t, ty) for t, ty in ((op.A, op.A_type), (op.B, op.B_type)) if t is not None]
-    compulsory = sum(t.numel() * fsz for t, _ in operands) + out.numel() * fsz
-    noreuse = out.numel() * fsz
+    # Every output: C, and for max/min an arg per operand the op reads (graph.idtype, C's shape).
+    args = len(operands) if op.gather_op in ("max", "min") else 0
+    written = out.numel() * (fsz + args * isz)
+    compulsory = sum(t.numel() * fsz for t, _ in operands) + written
+    noreuse = written
     for t, ty in operands:
         noreuse += graph.num_edges * (t.numel() // t.shape[0]) * fsz
     idx = graph.num_edges * isz * (2 if op.gather_op == "none" else 1)  # col (+ row for SDDMM)

@@ -58,6 +58,34 @@ def ratio_rows(cases, ops, num, den):
     return out
 
 
+def floor_rows(cases, meta, op, partner, copy, dtype_of=lambda dt: dt, over_partner=True, dtype=None):
+    """How close the bar of a paired ratio can come, case by case: the case's compulsory bytes
+    (bytes_compulsory, every output included) at the run's copy bandwidth, the least time any
+    kernel can take, as (floor / partner's time) or, over_partner False, (partner's time / floor),
+    with partner(graph, F), dtype_of and dtype as in `paired`. A floor ratio past the bar says that no
+    kernel for this case meets it against the partner as fast as it is today."""
+    out = []
+    for (g, o, f, dt), c in cases.items():
+        if o != op or "ugraph" not in c or dtype not in (None, dt):
+            continue
+        other = cases.get(partner(g, f) + (dtype_of(dt),), {})
+        if "ugraph" not in other:
+            continue
+        floor_ms = int(meta[(g, o, f, dt)]["bytes_compulsory"]) / (copy * 1e9) * 1e3
+        out.append((floor_ms / other["ugraph"] if over_partner else other["ugraph"] / floor_ms, g, o, f))
+    return out
+
+
+def floor_line(label, rows, bar, higher):
+    """One row of floor ratios: how many cases the traffic alone keeps from the bar."""
+    if not rows:
+        return f"| {label} | – | – | 0 | |"
+    beyond = [r for r in rows if (r[0] < bar if higher else r[0] > bar)]
+    worst = min(rows) if higher else max(rows)
+    return (f"| {label} | {geomean([r[0] for r in rows]):.2f} | {worst[0]:.2f} ({worst[1]}, F={worst[3]}) | "
+            f"{len(rows)} | {len(beyond)} cases cannot meet {bar}x |")
+
+
 def line(label, rows, bar=None, worst_bar=None, higher=True, unit="x"):
     """One table row; bar applies to the geomean, worst_bar to every case (higher or lower is
     better as `higher` says)."""
@@ -128,6 +156,18 @@ def main():
              [(c["ugraph_best"] / c["ugraph"], g, op, f) for (g, op, f, _), c in cases.items()
               if "ugraph" in c and "ugraph_best" in c]),
     ]
+    # The bars' floors: what the compulsory traffic alone allows against today's partner case.
+    lines += ["", "| floor of a bar's ratio (compulsory bytes at the copy bandwidth) | geomean | tightest (case) | "
+              "cases | cases the traffic keeps from the bar |", "|---|---|---|---|---|",
+              floor_line("copy_u-max floor / our copy_u-sum time",
+                         floor_rows(cases, meta, "copy_u-max", lambda g, f: (g, "copy_u-sum", f), copy), 1.25, False),
+              floor_line("GAT floor / our copy_u-sum time",
+                         floor_rows(cases, meta, "gat_u_mul_e-sum", lambda g, f: (g, "copy_u-sum", f), copy), 1.2, False)]
+    for half in ("float16", "bfloat16"):
+        rows = [r for op in sums for r in floor_rows(cases, meta, op, lambda g, f, op=op: (g, op, f), copy,
+                                                     lambda dt: "float32", over_partner=False, dtype=half)
+                if r[3] >= 64]
+        lines.append(floor_line(f"sums: our float32 time / {half} floor (F >= 64)", rows, 1.6, True))
     # Fraction of copy bandwidth on compulsory and no-reuse bytes per op: the searched best where
     # the run searched, else the selector's choice.
     lines += ["", "| op | median % of copy BW, compulsory bytes | median % on no-reuse bytes |", "|---|---|---|"]

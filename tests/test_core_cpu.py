@@ -474,6 +474,24 @@ def test_edge_order_is_the_coo_in_edge_id_order(idtype):
         assert UGraph(15, 11, g.indptr, g.col, g.row, eid).edge_order() is None
 
 
+@pytest.mark.parametrize("idtype", IDTYPES, ids=dname)
+def test_long_rows_are_every_row_past_the_bound_longest_first(idtype):
+    """params.h's long_rows, which the CUDA vertex strategies trust to hold every heavy row:
+    each row of more than LONG_ROW edges, once, by degree from the longest."""
+    degrees = torch.tensor([0, 40, 33, 32, 1, 500, 40, 31, 2000, 33])
+    dst = torch.repeat_interleave(torch.arange(degrees.numel()), degrees)
+    src = torch.randint(0, 7, (dst.numel(),), generator=torch.Generator().manual_seed(3))
+    g = UGraph.from_coo(src, dst, 7, degrees.numel(), idtype)
+    rows = g.long_rows()
+    assert rows.dtype == idtype and rows.tolist() == [8, 5, 1, 6, 2, 9]
+    assert g.long_rows() is rows  # built once
+    assert UGraph.from_coo(src[:10], dst[:10], 7, degrees.numel(), idtype).long_rows().numel() == 0
+    # CPU calls carry none of it: the CPU core reads neither field.
+    x = torch.randn(7, 4, dtype=torch.float64)
+    params = prepare(g, OpInfo("copy_lhs", "max", x, "src", None, "null", "dst")).params
+    assert params.max_degree == params.num_long_rows == params.long_rows == 0
+
+
 def test_message_params_take_the_edge_order_on_the_edge_strategies_only():
     """Prepared.params_for, the one place a CUDA configuration is applied (configure and the
     timing runner), with the two topologies prepare gives message creation on CUDA."""
@@ -532,6 +550,11 @@ def _prepared(edge_op="mul", gather="max", b_shape=(4,)):
     ("a_len", 3, "a_len=3 != out_len=4"),
     ("a_row_stride", -1, "a_row_stride is negative"),
     ("num_edges", -1, "negative graph size"),
+    ("max_degree", -1, r"max_degree=-1 is outside \[0, num_edges=40\]"),
+    ("max_degree", 41, r"max_degree=41 is outside \[0, num_edges=40\]"),
+    ("num_long_rows", -1, r"num_long_rows=-1 is outside \[0, num_dst=8\]"),
+    ("num_long_rows", 9, r"num_long_rows=9 is outside \[0, num_dst=8\]"),
+    ("num_long_rows", 1, "long_rows is NULL with num_long_rows > 0"),
     ("num_edges", 41, "indptr must run from 0 to num_edges=41"),
     ("indptr", 0, "indptr is NULL"),
     ("col", 0, "col and row must be set"),

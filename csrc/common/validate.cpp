@@ -83,6 +83,13 @@ int validate(const UgParams& p, Backend backend, std::string* why) {
     return invalid(why, "a graph of %lld+%lld nodes and %lld edges does not fit 32-bit indices", (long long)p.num_src,
                    (long long)p.num_dst, (long long)p.num_edges);
   if (!p.indptr) return invalid(why, "indptr is NULL");
+  if (p.max_degree < 0 || p.max_degree > p.num_edges)
+    return invalid(why, "max_degree=%lld is outside [0, num_edges=%lld]", (long long)p.max_degree,
+                   (long long)p.num_edges);
+  if (p.num_long_rows < 0 || p.num_long_rows > p.num_dst)
+    return invalid(why, "num_long_rows=%lld is outside [0, num_dst=%lld]", (long long)p.num_long_rows,
+                   (long long)p.num_dst);
+  if (p.num_long_rows > 0 && !p.long_rows) return invalid(why, "long_rows is NULL with num_long_rows > 0");
   if (p.num_edges > 0 && (!p.col || !p.row)) return invalid(why, "col and row must be set when num_edges > 0");
   if (p.edge_op < UG_COPY_LHS || p.edge_op > UG_DOT) return invalid(why, "unknown edge_op %d", p.edge_op);
   if (p.gather_op < UG_GATHER_NONE || p.gather_op > UG_MEAN) return invalid(why, "unknown gather_op %d", p.gather_op);

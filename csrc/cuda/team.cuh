@@ -320,19 +320,22 @@ void with_walk(int64_t units, int64_t tiling, int64_t slabs, int lanes_log2, boo
   f(grid, TileMajorWalk{units, static_cast<uint32_t>(tiles), stride % split, static_cast<uint32_t>(stride / split)});
 }
 
-// Host side: the L2 bytes of the current device, asked once per device.
-inline int64_t l2_bytes() {
+// Host side: an attribute of the current device, asked once per device.
+template <cudaDeviceAttr kAttr>
+int64_t device_attribute() {
   constexpr int kDevices = 64;
   static std::atomic<int64_t> cached[kDevices] = {};
-  int device = 0, bytes = 0;
+  int device = 0, value = 0;
   if (cudaGetDevice(&device) != cudaSuccess || device < 0 || device >= kDevices) return 0;
   int64_t known = cached[device].load(std::memory_order_relaxed);
-  if (known == 0 && cudaDeviceGetAttribute(&bytes, cudaDevAttrL2CacheSize, device) == cudaSuccess) {
-    known = bytes;
+  if (known == 0 && cudaDeviceGetAttribute(&value, kAttr, device) == cudaSuccess) {
+    known = value;
     cached[device].store(known, std::memory_order_relaxed);
   }
   return known;
 }
+
+inline int64_t l2_bytes() { return device_attribute<cudaDevAttrL2CacheSize>(); }
 
 // Host side: whether a tiling past 1 walks tile-major: where the source rows that the positions
 // gather (a src-typed A or B, read at random, each by several edges) outgrow half the L2 while
@@ -360,10 +363,173 @@ bool tile_major_fits(const UgParams& p) {
 __device__ __forceinline__ int team_lane(int lanes_log2) { return threadIdx.x & ((1 << lanes_log2) - 1); }
 __device__ __forceinline__ int64_t team_index(int lanes_log2) { return global_thread() >> lanes_log2; }
 
+// Heavy rows of team_vertex aggregation. A team folds its rows one after another, each a chain
+// of dependent loads kInFlight positions long, so a row many times longer than the others holds
+// up its warp and, on a skewed graph, the whole kernel: a hub row of 1,600 edges is 400 round
+// trips to L2 for one team while every other team is done. A row longer than `degree`
+// (heavy_rows below) is instead cut into one contiguous chunk per team of a whole block; the
+// chunks' accumulators combine in chunk order (shuffles within a warp, then shared memory across
+// the block's warps), so that max/min keep the first winner of a serial scan and a sum adds in one
+// fixed order (the same bits every run). A kernel of its own runs them before the team walk,
+// which skips them: in the walk's kernel, the combining would cost every launch registers
+// (+6 a kernel on average, up to +24 for a max). Its blocks take the (row, slab) pairs of params.h's
+// long_rows list, longest first, one at a time, until the rows are no longer heavy.
+struct HeavyRows {
+  int64_t degree;   // rows longer than this are heavy (INT64_MAX: none)
+  unsigned blocks;  // blocks of vertex_heavy_rows (0: none)
+  size_t shared_bytes;
+  const void* rows;  // params.h's long_rows: every heavy row is among them
+  int64_t count;
+};
+
+// Host side: the length past which a row is heavy. A row is a straggler when its chain is several
+// times what each team resident on the GPU does on average: more than UG_LONG_ROW positions,
+// kHeavyFactor times E over the resident teams (about half of the GPU's warps, each holding
+// 32 / lanes teams) and kHeavyFactor times a unit's `group` rows of average degree. Only where the
+// graph's longest row (params.h's max_degree) passes kHeavyLaunch times it is the heavy rows'
+// kernel launched, with up to kHeavyBlocksPerSm blocks per SM: on a small graph its launch costs
+// a few microseconds, more than a row a few times the bound saves (H100, session 18: citeseer,
+// longest row 34 at a bound of 32, 7.2 -> 10.3 us; ds-karate_deezer, 1.5x its bound, 0.83x).
+constexpr int64_t kHeavyLaunch = 3;
+constexpr int64_t kHeavyFactor = 4;
+constexpr int64_t kResidentWarpsPerSm = 32;
+constexpr int64_t kHeavyBlocksPerSm = 8;
+
+// The heavy blocks' shared memory: per warp, the accumulators (and winners) of its first team,
+// each array padded to 16 bytes.
+template <typename Reduce, int kVec, typename DType, typename IdType>
+struct HeavyShared {
+  static constexpr bool kArg = Reduce::require_arg;
+  static constexpr size_t pad(size_t n) { return (n + 15) / 16 * 16; }
+  static constexpr size_t kSlots = kWarpsPerBlock * kWarp * kVec;  // a warp's first team: at most 32 lanes
+  static constexpr size_t kAcc = 0;
+  static constexpr size_t kWin = kAcc + pad(kSlots * sizeof(acc_t<DType>));
+  static constexpr size_t kWinB = kWin + (kArg ? pad(kSlots * sizeof(IdType)) : 0);
+  static constexpr size_t kBytes = kWinB + (kArg ? pad(kSlots * sizeof(IdType)) : 0);
+};
+
+template <typename Reduce, int kVec, typename DType, typename IdType>
+HeavyRows heavy_rows(const UgParams& p, int lanes_log2, int64_t layout_slabs) {
+  const HeavyRows none{INT64_MAX, 0, 0, nullptr, 0};
+  if (p.max_degree <= UG_LONG_ROW || !p.long_rows || p.num_long_rows == 0) return none;
+  const int64_t sms = device_attribute<cudaDevAttrMultiProcessorCount>();
+  const int64_t teams = std::max<int64_t>(sms * kResidentWarpsPerSm * (int64_t(kWarp) >> lanes_log2), 1);
+  const int64_t average = ceil_div(p.num_edges, std::max<int64_t>(p.num_dst, 1));
+  const int64_t degree = std::max({int64_t(UG_LONG_ROW), kHeavyFactor * ceil_div(p.num_edges, teams),
+                                   kHeavyFactor * p.grouping * average});
+  if (p.max_degree <= kHeavyLaunch * degree) return none;
+  const int64_t items = p.num_long_rows * layout_slabs;
+  const auto blocks = static_cast<unsigned>(std::min(items, std::max<int64_t>(sms, 1) * kHeavyBlocksPerSm));
+  return HeavyRows{degree, blocks, HeavyShared<Reduce, kVec, DType, IdType>::kBytes, p.long_rows, p.num_long_rows};
+}
+
+// Folds the accumulators of a later chunk (acc, win, win_b) into f, the fold of the chunks before
+// it: a sum adds; max/min take the later one only where it strictly wins, as a serial scan would.
+template <typename Reduce, typename F, typename Acc, typename Id>
+__device__ __forceinline__ void merge_later(F& f, int k, Acc acc, Id win, Id win_b) {
+  if constexpr (!Reduce::require_arg) {
+    f.acc[k] += acc;
+  } else if (Reduce::Call(f.acc[k], acc)) {
+    f.win[k] = win;
+    f.win_b[k] = win_b;
+  }
+}
+
+template <typename Op, typename Reduce, int kVec, bool kGatherB, typename DType, typename IdType>
+__global__ void __launch_bounds__(kBlock, kMinBlocks)
+    vertex_heavy_rows(const OpArgs<DType, IdType> x, const int lanes_log2, const int64_t slabs, const HeavyRows heavy) {
+  using Pos = pos_t<IdType>;
+  using Acc = acc_t<DType>;
+  using Shared = HeavyShared<Reduce, kVec, DType, IdType>;
+  constexpr bool kArg = Reduce::require_arg;
+  extern __shared__ __align__(16) unsigned char heavy_shared[];
+  Acc* const part_acc = reinterpret_cast<Acc*>(heavy_shared + Shared::kAcc);
+  IdType* const part_win = reinterpret_cast<IdType*>(heavy_shared + Shared::kWin);
+  IdType* const part_win_b = reinterpret_cast<IdType*>(heavy_shared + Shared::kWinB);
+  const Topology<IdType>& g = x.graph;
+  const IdType* const long_rows = static_cast<const IdType*>(heavy.rows);
+  const int lane = lane_id(), warp = threadIdx.x / kWarp;
+  const int lanes = 1 << lanes_log2, t = lane & (lanes - 1);
+  const int64_t team = threadIdx.x >> lanes_log2, teams = kBlock >> lanes_log2;  // chunk order
+  const int64_t slab_elems = int64_t(kVec) << lanes_log2;
+  // Items are (row, slab) pairs, a row's slabs side by side: the blocks of one row run at once.
+  for (int64_t item = blockIdx.x; item < heavy.count * slabs; item += gridDim.x) {
+    const Pos v = static_cast<Pos>(long_rows[item / slabs]);
+    const int64_t slab = item % slabs;
+    const Pos begin = g.begin_pos(v), end = g.end_pos(v);
+    if (int64_t(end - begin) <= heavy.degree) break;  // longest first: the rest are no longer heavy
+    const int64_t chunk = (int64_t(end - begin) + teams - 1) / teams;
+    const Pos p0 = static_cast<Pos>(min64(end, begin + chunk * team));
+    const Pos p1 = static_cast<Pos>(min64(end, p0 + chunk));
+    {
+      const int64_t first = slab * slab_elems + int64_t(t) * kVec;
+      const bool active = first < x.out_len;
+      const LaneOffsets<kVec, kGatherB, DType> off(x, active ? first : 0);
+      Fold<Reduce, kVec, DType, IdType, true> f;
+      f.template run<Op>(x, off, p0, p1, v);
+      // Within the warp: teams 2^j apart pair up, the lower one holding the earlier chunk.
+      for (int step = lanes; step < kWarp; step <<= 1) {
+        const bool later = lane & step;
+#pragma unroll
+        for (int k = 0; k < kVec; ++k) {
+          const Acc acc = __shfl_xor_sync(kFullMask, f.acc[k], step);
+          if constexpr (!kArg) {
+            f.acc[k] += acc;  // commutative: both lanes of a pair hold the same bits
+          } else {
+            const IdType win = __shfl_xor_sync(kFullMask, f.win[k], step);
+            const IdType win_b = __shfl_xor_sync(kFullMask, f.win_b[k], step);
+            Acc earlier = acc;
+            if (!later) {
+              merge_later<Reduce>(f, k, acc, win, win_b);
+            } else if (!Reduce::Call(earlier, f.acc[k])) {  // the partner's chunk stays unless this one wins
+              f.acc[k] = acc;
+              f.win[k] = win;
+              f.win_b[k] = win_b;
+            }
+          }
+        }
+      }
+      // Across the warps, in order, by the first team of warp 0.
+      if (warp > 0 && lane < lanes) {
+        const int slot = (warp * kWarp + t) * kVec;
+#pragma unroll
+        for (int k = 0; k < kVec; ++k) {
+          part_acc[slot + k] = f.acc[k];
+          if constexpr (kArg) {
+            part_win[slot + k] = f.win[k];
+            part_win_b[slot + k] = f.win_b[k];
+          }
+        }
+      }
+      __syncthreads();
+      if (warp == 0 && lane < lanes) {
+        for (int w = 1; w < kWarpsPerBlock; ++w) {
+          const int slot = (w * kWarp + t) * kVec;
+#pragma unroll
+          for (int k = 0; k < kVec; ++k) {
+            merge_later<Reduce>(f, k, part_acc[slot + k], kArg ? part_win[slot + k] : IdType(0),
+                                kArg ? part_win_b[slot + k] : IdType(0));
+          }
+        }
+        if (active) {
+          if (x.mean) f.divide_mean(x, end - begin);
+          const int64_t out = int64_t(v) * x.out_len + first;
+          store_vec<kVec>(x.c + out, f.acc);
+          if constexpr (kArg) {
+            if (Op::use_lhs && x.arg_a) store_rows<kVec>(x.arg_a + out, f.win);
+            if (Op::use_rhs && x.arg_b) store_rows<kVec>(x.arg_b + out, f.win_b);
+          }
+        }
+      }
+      __syncthreads();  // the slots are written again by the block's next item
+    }
+  }
+}
+
 template <typename Op, typename Reduce, int kVec, bool kGatherB, typename DType, typename IdType, typename Walk>
 __global__ void __launch_bounds__(kBlock, kMinBlocks)
     vertex_aggregate(const OpArgs<DType, IdType> x, const Walk walk, const int group, const int lanes_log2,
-                     const int64_t slabs) {
+                     const int64_t slabs, const int64_t heavy_degree) {
   const Topology<IdType>& g = x.graph;
   const int64_t slab_elems = int64_t(kVec) << lanes_log2;
   const int64_t lane_first = int64_t(team_lane(lanes_log2)) * kVec;
@@ -378,8 +544,10 @@ __global__ void __launch_bounds__(kBlock, kMinBlocks)
       // An idle lane reads element 0 and discards it: the loads stay unconditional.
       const LaneOffsets<kVec, kGatherB, DType> off(x, active ? first : 0);
       for (pos_t<IdType> v = v_begin; v < v_end; ++v) {
+        const pos_t<IdType> begin = g.begin_pos(v), end = g.end_pos(v);
+        if (int64_t(end - begin) > heavy_degree) continue;  // vertex_heavy_rows's
         Fold<Reduce, kVec, DType, IdType, true> f;
-        f.template run<Op>(x, off, g.begin_pos(v), g.end_pos(v), v);
+        f.template run<Op>(x, off, begin, end, v);
         if (!active) continue;
         // The row's bounds are loaded again (L1 hits) rather than held through the fold, which
         // would cost every sum the registers.
@@ -655,10 +823,15 @@ cudaError_t launch_vertex(const UgParams& p, const OpArgs<DType, IdType>& x, cud
         });
       } else {
         UG_GATHER_SWITCH(p.gather_op, DType, Reduce, [&] {
+          const HeavyRows heavy = heavy_rows<Reduce, kVec, DType, IdType>(p, t.lanes_log2, t.slabs);
           UG_EDGE_OP_SWITCH(p.edge_op, DType, Op, [&] {
             if constexpr (kDispatched<Op, kGatherB>) {
+              if (heavy.blocks > 0) {
+                vertex_heavy_rows<Op, Reduce, kVec, kGatherB, DType, IdType>
+                    <<<heavy.blocks, kBlock, heavy.shared_bytes, stream>>>(x, t.lanes_log2, t.slabs, heavy);
+              }
               vertex_aggregate<Op, Reduce, kVec, kGatherB, DType, IdType, Walk>
-                  <<<grid, kBlock, 0, stream>>>(x, walk, p.grouping, t.lanes_log2, t.slabs);
+                  <<<grid, kBlock, 0, stream>>>(x, walk, p.grouping, t.lanes_log2, t.slabs, heavy.degree);
             }
           });
         });

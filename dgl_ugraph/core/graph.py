@@ -19,6 +19,10 @@ class DegreeStats:
     edges: int
 
 
+# params.h's UG_LONG_ROW: the in-degree past which a row is long (UGraph.long_rows).
+LONG_ROW = 32
+
+
 @dataclass
 class UGraph:
     """CSC by destination with edge ids, and the same edges as COO sorted by destination.
@@ -36,6 +40,7 @@ class UGraph:
     eid: Optional[torch.Tensor]
     _stats: Optional[DegreeStats] = field(default=None, repr=False)
     _edge_order: object = field(default=None, repr=False)  # None: not built; False: eid is no permutation
+    _long_rows: Optional[torch.Tensor] = field(default=None, repr=False)
     # What a caller keeps per graph object (selection's plans of repeat calls, oldest first): it
     # lives and dies with this object, so a graph born at a dead one's address starts empty.
     plans: OrderedDict = field(default_factory=OrderedDict, init=False, repr=False, compare=False)
@@ -81,6 +86,17 @@ class UGraph:
                 self._stats = DegreeStats(float(deg.mean()), float(deg.std(unbiased=False)),
                                           int(deg.max()), int((deg == 0).sum()), self.num_edges)
         return self._stats
+
+    def long_rows(self) -> torch.Tensor:
+        """Every destination row of more than LONG_ROW edges, longest first (the graph's dtype and
+        device): params.h's long_rows, which the CUDA vertex strategies give a block each where
+        such a row would hold up its team's warp. Built once (a sync for its length) and kept."""
+        if self._long_rows is None:
+            deg = self.indptr[1:] - self.indptr[:-1]
+            rows = (deg > LONG_ROW).nonzero().flatten()
+            order = deg[rows].argsort(descending=True, stable=True)
+            self._long_rows = rows[order].to(self.idtype).contiguous()
+        return self._long_rows
 
     def edge_order(self) -> Optional[Tuple[torch.Tensor, torch.Tensor]]:
         """(src, dst) of every edge in edge-id order, or None where CSC order is edge-id order

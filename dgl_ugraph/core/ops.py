@@ -156,6 +156,15 @@ def _walks_edge_order(op: OpInfo, sig: Signature, device: torch.device) -> bool:
     return device.type == "cuda" and op.gather_op == "none" and "edge" in (sig.a_type, sig.b_type)
 
 
+_NO_ROWS = torch.empty(0, dtype=torch.int64)
+
+
+def _uses_long_rows(op: OpInfo, device: torch.device) -> bool:
+    """Whether the call's params carry the graph's long rows: aggregations on CUDA (team.cuh's
+    heavy rows), where the list costs a sync once per graph."""
+    return device.type == "cuda" and op.gather_op != "none"
+
+
 def prepare(graph: UGraph, op_info: OpInfo, parallel_info: Optional[ParallelInfo] = None) -> Prepared:
     """Checks the call, allocates C (and argA/argB for max/min) and fills the params. On CUDA,
     `parallel_info` configures it; without one it stays pending (see Prepared). On CPU it is
@@ -188,9 +197,13 @@ def prepare(graph: UGraph, op_info: OpInfo, parallel_info: Optional[ParallelInfo
         return Prepared(None, outputs, (), device, core)
 
     a_off, b_off = _offsets(bc.a_off, device), _offsets(bc.b_off, device)
+    # For the CUDA vertex strategies' long rows (params.h); the CPU core reads none of them.
+    long_rows = graph.long_rows() if _uses_long_rows(op, device) else _NO_ROWS
     p = core.Params(
         num_src=graph.num_src, num_dst=graph.num_dst, num_edges=graph.num_edges,
         index_bits=32 if graph.idtype == torch.int32 else 64,
+        max_degree=graph.stats.max if long_rows.numel() else 0,
+        long_rows=long_rows.data_ptr() if long_rows.numel() else 0, num_long_rows=long_rows.numel(),
         indptr=graph.indptr.data_ptr(), col=graph.col.data_ptr(), row=graph.row.data_ptr(),
         eid=graph.eid.data_ptr() if graph.eid is not None else 0,
         edge_op=EDGE_OP_CODE[op.edge_op], gather_op=GATHER_OP_CODE[op.gather_op],
@@ -209,7 +222,7 @@ def prepare(graph: UGraph, op_info: OpInfo, parallel_info: Optional[ParallelInfo
     # What the params point to: first what every call of this signature shares (a Plan keeps
     # those, not the graph object, so that a cache of plans does not keep graphs alive), then
     # this call's operands.
-    keep = [graph.indptr, graph.col, graph.row, graph.eid, a_off, b_off, order, a, b]
+    keep = [graph.indptr, graph.col, graph.row, graph.eid, a_off, b_off, order, long_rows, a, b]
     prepared = Prepared(p, outputs, keep, device, core, sig, graph.num_edges, pending=device.type == "cuda",
                         topologies=topologies)
     if parallel_info is not None and prepared.pending:
@@ -217,7 +230,7 @@ def prepare(graph: UGraph, op_info: OpInfo, parallel_info: Optional[ParallelInfo
     return prepared
 
 
-_SHARED = 7  # prepare's keep: the graph's index tensors, the offsets and the edge-order COO
+_SHARED = 8  # prepare's keep: the graph's index tensors, the offsets, the edge-order COO and the long rows
 
 
 class Plan:

@@ -165,6 +165,48 @@ def test_tile_major_walk(strategy):
     assert not failures, "\n".join(failures)
 
 
+@pytest.mark.parametrize("idtype", (torch.int32, torch.int64), ids=("i32", "i64"))
+@pytest.mark.parametrize("dtype", DTYPES, ids=[DTYPE_NAMES[d] for d in DTYPES])
+def test_heavy_rows_match_their_teams(dtype, idtype):
+    """team.cuh's heavy rows on warp_vertex: a graph of rows from 0 to 6,000 edges (several of a
+    length, the longest in shuffled positions), operands of small integers so that max/min tie
+    everywhere. Each case runs twice on two copies of the graph, one with its long rows and one
+    without (every row then stays with its team): max/min must give the same values and the same
+    first winners, sums and means the oracle's values, every run the same bits."""
+    g = torch.Generator().manual_seed(11)
+    n_src, n_dst = 400, 300
+    long = torch.tensor([6000, 3000, 3000, 700, 177, 176, 64, 33, 33, 32])
+    degrees = torch.cat([long, torch.randint(0, 12, (n_dst - long.numel(),), generator=g)])
+    degrees = degrees[torch.randperm(n_dst, generator=g)]
+    dst = torch.repeat_interleave(torch.arange(n_dst), degrees)
+    src = torch.randint(0, n_src, (dst.numel(),), generator=g)
+    perm = torch.randperm(dst.numel(), generator=g)
+    with_rows = UGraph.from_coo(src[perm], dst[perm], n_src, n_dst, idtype).to("cuda")
+    without = UGraph.from_coo(src[perm], dst[perm], n_src, n_dst, idtype).to("cuda")
+    without._long_rows = torch.empty(0, dtype=idtype, device="cuda")
+    assert with_rows.long_rows().numel() == 9
+    small = lambda *shape: torch.randint(-3, 4, shape, generator=g).to(dtype).cuda()  # noqa: E731
+    failures = []
+    for width in (16, 64, 257):
+        x, w, y = small(n_src, width), small(dst.numel(), 1), small(n_dst, width)
+        for gather in ("sum", "max", "min", "mean"):
+            for op in (OpInfo("copy_lhs", gather, x, "src", None, "null", "dst"),
+                       OpInfo("mul", gather, x, "src", w, "edge", "dst"),
+                       OpInfo("add", gather, x, "src", y, "dst", "dst")):
+                for grouping, tiling in ((1, 1), (4, 2), (16, 1), (64, 3)):
+                    pinfo = ParallelInfo("warp_vertex", grouping, tiling)
+                    name = f"{op.edge_op}-{gather} F={width} {pinfo}"
+                    failure = run_case(with_rows, op, pinfo, dtype)
+                    if failure:
+                        failures.append(f"{name}: {failure}")
+                        continue
+                    if gather in ("max", "min"):
+                        ours, teams = ugrapher(with_rows, op, pinfo), ugrapher(without, op, pinfo)
+                        if not all(a is None and b is None or torch.equal(a, b) for a, b in zip(ours, teams)):
+                            failures.append(f"{name}: differs from the rows' own teams (values or first winners)")
+    assert not failures, f"{len(failures)} failed:\n" + "\n".join(failures[:40])
+
+
 def smoke(tiny: bool = False) -> int:
     """A handful of cases for compute-sanitizer (memcheck, racecheck), which slows every launch
     a hundredfold: each strategy on copy, mul and dot, every gather, two (g, t)."""

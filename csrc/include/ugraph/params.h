@@ -43,6 +43,9 @@ enum UgStatus {
   UG_ERR_CUDA = 4           /* a CUDA call failed; ug_cuda_last_error() has the text */
 };
 
+/* The length past which a row is long (UgParams.long_rows). */
+#define UG_LONG_ROW 32
+
 typedef struct UgParams {
   /* graph */
   int64_t num_src, num_dst, num_edges;
@@ -51,6 +54,13 @@ typedef struct UgParams {
   const void* col;    /* [num_edges] */
   const void* row;    /* [num_edges] */
   const void* eid;    /* [num_edges] or NULL */
+  /* The long rows, for the CUDA vertex strategies, which give a row long enough to hold up its
+   * team's warp a whole block of its own (team.cuh): max_degree, the largest in-degree; long_rows,
+   * every destination row of more than UG_LONG_ROW edges (index_bits wide), longest first.
+   * max_degree 0 or long_rows NULL: every row stays with its team. */
+  int64_t max_degree;
+  const void* long_rows; /* [num_long_rows] or NULL */
+  int64_t num_long_rows;
 
   /* operator */
   int32_t edge_op, gather_op;
