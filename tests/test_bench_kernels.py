@@ -114,3 +114,31 @@ def test_each_graphs_run_starts_with_an_empty_launch_row_the_summary_reads(tmp_p
     monkeypatch.setattr("sys.argv", ["summarize_kernels.py", str(path), "--out", str(out)])
     sk.main()
     assert "| small graphs (E <= 20K): ugraph time / an empty torch launch's | 2.50 | 2.50 (g, F=16) |" in out.read_text()
+
+
+def test_compulsory_bytes_count_every_output_max_args_included():
+    """bytes_compulsory and bytes_noreuse write C and, for max/min, an arg of the graph's index type
+    per operand the op reads: the floor a max must pay beside a sum."""
+    src, dst = torch.tensor([0, 1, 2, 2]), torch.tensor([1, 2, 0, 1])
+    graph = UGraph.from_coo(src, dst, 3, 3, torch.int32)
+    x = torch.ones(3, 8)
+    out = torch.empty(3, 8)
+    idx = 4 * 4 + 4 * 4  # col, then indptr
+    for gather, args in (("sum", 0), ("max", 1)):
+        bc, bn = bk.byte_counts(OpInfo("copy_lhs", gather, x, "src", None, "null", "dst"), graph, out)
+        assert bc == 3 * 8 * 4 + 3 * 8 * (4 + 4 * args) + idx
+        assert bn == 3 * 8 * (4 + 4 * args) + 4 * 8 * 4 + idx
+
+
+def test_floor_rows_say_how_close_a_bar_can_come(tmp_path):
+    """A case's compulsory bytes at the copy bandwidth over its partner's time: a max whose 3 GB
+    take 1 ms at 3000 GB/s, beside a 0.5 ms sum, can come no closer than 2x."""
+    path = tmp_path / "k.csv"
+    with open(path, "w") as fh:
+        fh.write(",".join(bk.COLUMNS) + "\n")
+        fh.write("H100,g,10,100,1.0,copy_u-max,64,float32,ugraph,warp_vertex:1:1,1.5,3000000000,1,3000,core_loop\n")
+        fh.write("H100,g,10,100,1.0,copy_u-sum,64,float32,ugraph,warp_vertex:1:1,0.5,2000000000,1,3000,core_loop\n")
+    cases, meta = sk.load([str(path)])
+    rows = sk.floor_rows(cases, meta, "copy_u-max", lambda g, f: (g, "copy_u-sum", f), 3000.0)
+    assert rows == [(pytest.approx(2.0), "g", "copy_u-max", 64)]
+    assert sk.floor_line("max", rows, 1.25, False).endswith("| 1 | 1 cases cannot meet 1.25x |")
