@@ -29,7 +29,7 @@ sys.path[:0] = [str(ROOT), str(ROOT / "scripts")]
 from bench_kernels import graphs, operator_call  # noqa: E402
 
 from dgl_ugraph.core import _ext, ops  # noqa: E402
-from dgl_ugraph.core.abstraction import OpInfo  # noqa: E402
+from dgl_ugraph.core.abstraction import DTYPE_NAMES, STRATEGIES, OpInfo  # noqa: E402
 from dgl_ugraph.core.capability import candidates  # noqa: E402
 from dgl_ugraph.core.graph import UGraph  # noqa: E402
 from dgl_ugraph.selection import predictor  # noqa: E402
@@ -39,10 +39,13 @@ H100 = predictor.DeviceInfo("NVIDIA H100 80GB HBM3", 132, 50 * 2 ** 20, 9, 0)
 
 
 def load_search(path: pathlib.Path) -> dict:
-    """{(graph, op, F, dtype): {config: ms}} of a bench's search file."""
+    """{(graph, op, F, dtype): {config: ms}} of a bench's search file (the parts of a suite run
+    are concatenated, each with its header line)."""
     cases = defaultdict(dict)
     with gzip.open(path, "rt", newline="") as fh:
         for r in csv.DictReader(fh):
+            if r["ms"] == "ms":
+                continue
             cases[(r["graph"], r["op"], int(r["F"]), r["dtype"])][r["config"]] = float(r["ms"])
     return cases
 
@@ -59,7 +62,8 @@ def replay(model: predictor.Predictor, search: dict, dev: predictor.DeviceInfo):
         by_graph[key[0]].append(key)
     names = {n.removesuffix("-rev") for n in by_graph}
     args = SimpleNamespace(no_large=False, no_datasets=False, scale=1.0, only=",".join(sorted(names)), skip="")
-    compiled = _ext.compiled_cuda_keys()
+    # On a CPU-only build, the keys of the full GPU build the bench ran.
+    compiled = _ext.compiled_cuda_keys() or frozenset((s, d) for s in STRATEGIES for d in DTYPE_NAMES.values())
     for gname, src, dst, n in graphs(args):
         for name in (gname, gname + "-rev"):
             if name not in by_graph:
