@@ -50,6 +50,12 @@ def load_search(path: pathlib.Path) -> dict:
     return cases
 
 
+def compiled_keys() -> frozenset:
+    """The (strategy, dtype) keys the model may choose from: this build's CUDA core, or on a
+    CPU-only build those of the full GPU build the bench ran."""
+    return _ext.compiled_cuda_keys() or frozenset((s, d) for s in STRATEGIES for d in DTYPE_NAMES.values())
+
+
 def operands(name: str, graph: UGraph, f: int, dtype: torch.dtype) -> OpInfo:
     """The bench's operands as zero-stride views: selection reads only shapes and dtypes."""
     return operator_call(name, graph, f, lambda shape: torch.empty((1,) * len(shape), dtype=dtype).expand(shape))
@@ -62,8 +68,7 @@ def replay(model: predictor.Predictor, search: dict, dev: predictor.DeviceInfo):
         by_graph[key[0]].append(key)
     names = {n.removesuffix("-rev") for n in by_graph}
     args = SimpleNamespace(no_large=False, no_datasets=False, scale=1.0, only=",".join(sorted(names)), skip="")
-    # On a CPU-only build, the keys of the full GPU build the bench ran.
-    compiled = _ext.compiled_cuda_keys() or frozenset((s, d) for s in STRATEGIES for d in DTYPE_NAMES.values())
+    compiled = compiled_keys()
     for gname, src, dst, n in graphs(args):
         for name in (gname, gname + "-rev"):
             if name not in by_graph:
