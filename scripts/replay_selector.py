@@ -29,7 +29,7 @@ sys.path[:0] = [str(ROOT), str(ROOT / "scripts")]
 from bench_kernels import graphs, operator_call  # noqa: E402
 
 from dgl_ugraph.core import _ext, ops  # noqa: E402
-from dgl_ugraph.core.abstraction import DTYPE_NAMES, STRATEGIES, OpInfo  # noqa: E402
+from dgl_ugraph.core.abstraction import EVERY_CUDA_KEY, OpInfo  # noqa: E402
 from dgl_ugraph.core.capability import candidates  # noqa: E402
 from dgl_ugraph.core.graph import UGraph  # noqa: E402
 from dgl_ugraph.selection import predictor  # noqa: E402
@@ -53,7 +53,7 @@ def load_search(path: pathlib.Path) -> dict:
 def compiled_keys() -> frozenset:
     """The (strategy, dtype) keys the model may choose from: this build's CUDA core, or on a
     CPU-only build those of the full GPU build the bench ran."""
-    return _ext.compiled_cuda_keys() or frozenset((s, d) for s in STRATEGIES for d in DTYPE_NAMES.values())
+    return _ext.compiled_cuda_keys() or EVERY_CUDA_KEY
 
 
 def operands(name: str, graph: UGraph, f: int, dtype: torch.dtype) -> OpInfo:

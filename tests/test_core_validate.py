@@ -169,7 +169,7 @@ def test_capability_rules_arrive_as_data_and_drive_selection():
                          for r in rules)
     assert all(set(r["strategies"]) <= set(abstraction.STRATEGIES) for r in rules)
     assert capability.ATOMIC_STRATEGIES == ("thread_edge", "warp_edge")
-    every = frozenset((s, d) for s in abstraction.STRATEGIES for d in abstraction.DTYPE_NAMES.values())
+    every = abstraction.EVERY_CUDA_KEY
     sig = abstraction.Signature("copy_lhs", "max", "src", "null", "dst", torch.float64, 8, 1, False, "cuda")
     for strategy in abstraction.STRATEGIES:
         hard = [r for r in rules if strategy in r["strategies"] and "max" in r["gather_ops"] and "f64" in r["dtypes"]

@@ -18,7 +18,7 @@ import torch
 
 from dgl_ugraph import ugrapher
 from dgl_ugraph.core import _ext, timing
-from dgl_ugraph.core.abstraction import STRATEGIES, ParallelInfo, Signature
+from dgl_ugraph.core.abstraction import EVERY_CUDA_KEY, STRATEGIES, ParallelInfo, Signature
 from dgl_ugraph.core.graph import UGraph
 from dgl_ugraph.core.ops import signature
 from dgl_ugraph.selection import autotune, policy, predictor
@@ -27,7 +27,6 @@ from dgl_ugraph.tuning import graph_suite as gs
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 DEV = predictor.DeviceInfo("Fake GPU 9000", 100, 40 * 2 ** 20, 9, 0)
-ALL_KEYS = frozenset((s, d) for s in STRATEGIES for d in ("f32", "f64", "f16", "bf16"))
 HAS_FOREST = _ext._C is not None and hasattr(_ext._C, "forest_predict")
 
 
@@ -385,7 +384,7 @@ class FakeBackend:
         return DEV
 
     def compiled(self):
-        return ALL_KEYS
+        return EVERY_CUDA_KEY
 
     def graph(self, src, dst, n):
         return UGraph.from_coo(torch.from_numpy(src).long(), torch.from_numpy(dst).long(), n, n, torch.int32)

@@ -12,7 +12,7 @@ import torch.nn.functional as F
 import dgl
 import dgl_ugraph
 from dgl_ugraph.core import _ext
-from dgl_ugraph.core.abstraction import DTYPE_NAMES, STRATEGIES, ParallelInfo, Signature
+from dgl_ugraph.core.abstraction import DTYPE_NAMES, EVERY_CUDA_KEY, STRATEGIES, ParallelInfo, Signature
 from dgl_ugraph.core.capability import ATOMIC_STRATEGIES, candidates, deterministic, why_not
 from dgl_ugraph.core.graph import DegreeStats, UGraph
 from dgl_ugraph.selection import policy
@@ -20,7 +20,6 @@ from dgl_ugraph.selection.rules import heuristic
 
 pytestmark = pytest.mark.usefixtures("plugin_on")
 
-ALL_COMPILED = frozenset((s, d) for s in STRATEGIES for d in DTYPE_NAMES.values())
 REPEATS = 10
 
 
@@ -44,7 +43,7 @@ def test_atomic_sums_are_refused_in_deterministic_mode(monkeypatch, switch):
     monkeypatch.delenv("DGL_UGRAPH_DETERMINISTIC", raising=False)
     assert not deterministic()
     for s in ATOMIC_STRATEGIES:
-        assert why_not(s, sig("sum"), 1000, ALL_COMPILED) is None
+        assert why_not(s, sig("sum"), 1000, EVERY_CUDA_KEY) is None
     was = torch.are_deterministic_algorithms_enabled()
     if switch == "env":
         monkeypatch.setenv("DGL_UGRAPH_DETERMINISTIC", "1")
@@ -56,15 +55,15 @@ def test_atomic_sums_are_refused_in_deterministic_mode(monkeypatch, switch):
             for edge_op in ("copy_lhs", "mul"):
                 s = sig("sum", dtype, edge_op)
                 for strategy in ATOMIC_STRATEGIES:
-                    reason = why_not(strategy, s, 1000, ALL_COMPILED)
+                    reason = why_not(strategy, s, 1000, EVERY_CUDA_KEY)
                     assert reason is not None and "deterministic mode" in reason
-                assert set(candidates(s, 1000, ALL_COMPILED)) == {"thread_vertex", "warp_vertex"}
+                assert set(candidates(s, 1000, EVERY_CUDA_KEY)) == {"thread_vertex", "warp_vertex"}
         # Message creation has no atomics; max/min keys pack (value, position): order-free.
-        assert candidates(sig("none"), 1000, ALL_COMPILED) == list(STRATEGIES)
-        assert set(candidates(sig("max"), 1000, ALL_COMPILED)) == set(STRATEGIES)
+        assert candidates(sig("none"), 1000, EVERY_CUDA_KEY) == list(STRATEGIES)
+        assert set(candidates(sig("max"), 1000, EVERY_CUDA_KEY)) == set(STRATEGIES)
         # The heuristic's edge-parallel preference for skewed graphs yields to the restriction.
         skewed = DegreeStats(mean=2.0, std=300.0, max=100000, empty_rows=0, edges=10 ** 6)
-        allowed = candidates(sig("sum"), 10 ** 6, ALL_COMPILED)
+        allowed = candidates(sig("sum"), 10 ** 6, EVERY_CUDA_KEY)
         assert heuristic(sig("sum"), skewed, allowed).strategy not in ATOMIC_STRATEGIES
         assert heuristic(sig("sum"), skewed, list(STRATEGIES)).strategy in ATOMIC_STRATEGIES
     finally:
@@ -79,7 +78,7 @@ def test_env_values_other_than_1_do_not_switch_it_on(monkeypatch):
 
 def test_choose_never_returns_an_atomic_sum_in_deterministic_mode(monkeypatch):
     """Even a forced DGL_UGRAPH_STRATEGY naming an atomic strategy yields in deterministic mode."""
-    monkeypatch.setattr(_ext, "compiled_cuda_keys", lambda: ALL_COMPILED)
+    monkeypatch.setattr(_ext, "compiled_cuda_keys", lambda: EVERY_CUDA_KEY)
     monkeypatch.setenv("DGL_UGRAPH_DETERMINISTIC", "1")
     graph = UGraph.from_coo(torch.tensor([0, 1, 2, 2]), torch.tensor([1, 2, 0, 1]), 3, 3)
     for forced in ("thread_edge:4:2", "warp_edge", None):

@@ -24,6 +24,8 @@ DTYPE_CODES = {torch.float32: 0, torch.float64: 1, torch.float16: 2, torch.bfloa
 # The short names of the compiled core's capability table (and of the autotune cache's keys).
 DTYPE_NAMES = {torch.float32: "f32", torch.float64: "f64", torch.float16: "f16", torch.bfloat16: "bf16"}
 DTYPE_BYTES = {torch.float32: 4, torch.float64: 8, torch.float16: 2, torch.bfloat16: 2}
+# The (strategy, dtype name) keys of a full CUDA build, every strategy in every dtype.
+EVERY_CUDA_KEY = frozenset((s, d) for s in STRATEGIES for d in DTYPE_NAMES.values())
 
 EDGE_OP_CODE = {name: i for i, name in enumerate(EDGE_OPS)}
 GATHER_OP_CODE = {name: i for i, name in enumerate(GATHER_OPS)}
