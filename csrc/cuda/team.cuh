@@ -37,13 +37,6 @@ namespace team {
 
 constexpr int kInFlight = 4;
 
-// Positions in flight per lane in an aggregation's fold (Fold::run). A half lane holds twice the
-// elements of a float lane, so a row takes half the lanes and half the loads in flight at 4; a
-// gathered B (a GAT head's attention, u_mul_e's weight) adds a scattered load per position to the
-// chain. Both are latency-bound where the rows fit L2, and take 8 (session 20).
-template <typename DType, bool kGatherB>
-constexpr int kFoldInFlight = is_half_v<DType> || kGatherB ? 8 : kInFlight;
-
 template <typename DType>
 constexpr int kVecOf = 16 / static_cast<int>(sizeof(DType));
 
@@ -116,17 +109,18 @@ struct LaneOffsets {
   }
 };
 
-// The messages of positions p .. p + N - 1 for one lane's elements, each position
-// clamped to `last` (the caller drops the repeats), so that a run shorter than N still
+// The messages of positions p .. p + kInFlight - 1 for one lane's elements, each position
+// clamped to `last` (the caller drops the repeats), so that a run shorter than kInFlight still
 // has all its loads in flight; ia/ib receive each position's operand rows. kRowKnown: the
 // positions lie in destination row v, so a dst-typed operand needs no index load. Every index
 // load is issued before the feature loads, and every feature load before the first use.
-template <typename Op, bool kRowKnown, int kVec, bool kGatherB, int N, typename DType, typename IdType>
+template <typename Op, bool kRowKnown, int kVec, bool kGatherB, typename DType, typename IdType>
 __device__ __forceinline__ void messages(const OpArgs<DType, IdType>& x, const LaneOffsets<kVec, kGatherB, DType>& off,
                                          pos_t<IdType> p, pos_t<IdType> last, pos_t<IdType> v,
-                                         acc_t<DType> (&out)[N][kVec], pos_t<IdType> (&ia)[N],
-                                         pos_t<IdType> (&ib)[N]) {
+                                         acc_t<DType> (&out)[kInFlight][kVec], pos_t<IdType> (&ia)[kInFlight],
+                                         pos_t<IdType> (&ib)[kInFlight]) {
   using Acc = acc_t<DType>;
+  constexpr int N = kInFlight;
 #pragma unroll
   for (int u = 0; u < N; ++u) {
     const pos_t<IdType> q = min(p + u, last);
@@ -183,17 +177,16 @@ struct Fold {
     }
   }
 
-  // Folds positions [p, end) of destination row v, kFoldInFlight at a time.
+  // Folds positions [p, end) of destination row v, kInFlight at a time.
   template <typename Op, bool kGatherB>
   __device__ __forceinline__ void run(const OpArgs<DType, IdType>& x, const LaneOffsets<kVec, kGatherB, DType>& off,
                                       pos_t<IdType> p, pos_t<IdType> end, pos_t<IdType> v) {
-    constexpr int N = kFoldInFlight<DType, kGatherB>;
-    for (; p < end; p += N) {
-      acc_t<DType> m[N][kVec];
-      pos_t<IdType> ia[N], ib[N];
+    for (; p < end; p += kInFlight) {
+      acc_t<DType> m[kInFlight][kVec];
+      pos_t<IdType> ia[kInFlight], ib[kInFlight];
       messages<Op, true>(x, off, p, end - 1, v, m, ia, ib);
 #pragma unroll
-      for (int u = 0; u < N; ++u) {
+      for (int u = 0; u < kInFlight; ++u) {
         if (p + u < end) add(m[u], kRows ? ia[u] : p + u, ib[u]);
       }
     }
