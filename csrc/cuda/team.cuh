@@ -414,7 +414,7 @@ HeavyRows heavy_rows(const UgParams& p, int lanes_log2, int64_t layout_slabs) {
   if (p.max_degree <= UG_LONG_ROW || !p.long_rows || p.num_long_rows == 0) return none;
   const int64_t sms = device_attribute<cudaDevAttrMultiProcessorCount>();
   const int64_t teams = std::max<int64_t>(sms * kResidentWarpsPerSm * (int64_t(kWarp) >> lanes_log2), 1);
-  const int64_t average = ceil_div(p.num_edges, std::max<int64_t>(p.num_dst, 1));
+  const int64_t average = ceil_div(p.num_edges, p.num_dst);  // launch_vertex returns first where num_dst is 0
   const int64_t degree = std::max({int64_t(UG_LONG_ROW), kHeavyFactor * ceil_div(p.num_edges, teams),
                                    kHeavyFactor * p.grouping * average});
   if (p.max_degree <= kHeavyLaunch * degree) return none;
@@ -432,6 +432,32 @@ __device__ __forceinline__ void merge_later(F& f, int k, Acc acc, Id win, Id win
   } else if (Reduce::Call(f.acc[k], acc)) {
     f.win[k] = win;
     f.win_b[k] = win_b;
+  }
+}
+
+// Folds the accumulators of an earlier chunk (max/min) into f, the fold of the chunk after it:
+// f's own values stay only where they strictly win, as a serial scan would.
+template <typename Reduce, typename F, typename Acc, typename Id>
+__device__ __forceinline__ void merge_earlier(F& f, int k, Acc acc, Id win, Id win_b) {
+  Acc earlier = acc;
+  if (!Reduce::Call(earlier, f.acc[k])) {
+    f.acc[k] = acc;
+    f.win[k] = win;
+    f.win_b[k] = win_b;
+  }
+}
+
+// Stores a whole row's fold at its lane's elements from `first` on: C, and for max/min the
+// winners' operand rows (a vertex fold tracks rows).
+template <typename Op, typename Reduce, int kVec, typename DType, typename IdType>
+__device__ __forceinline__ void store_row(const OpArgs<DType, IdType>& x, const Fold<Reduce, kVec, DType, IdType, true>& f,
+                                          int64_t v, int64_t first) {
+  const int64_t out = v * x.out_len + first;
+  store_vec<kVec>(x.c + out, f.acc);
+  if constexpr (Reduce::require_arg) {
+    // The validator refuses an arg for an operand the op does not read.
+    if (Op::use_lhs && x.arg_a) store_rows<kVec>(x.arg_a + out, f.win);
+    if (Op::use_rhs && x.arg_b) store_rows<kVec>(x.arg_b + out, f.win_b);
   }
 }
 
@@ -461,68 +487,58 @@ __global__ void __launch_bounds__(kBlock, kMinBlocks)
     const int64_t chunk = (int64_t(end - begin) + teams - 1) / teams;
     const Pos p0 = static_cast<Pos>(min64(end, begin + chunk * team));
     const Pos p1 = static_cast<Pos>(min64(end, p0 + chunk));
-    {
-      const int64_t first = slab * slab_elems + int64_t(t) * kVec;
-      const bool active = first < x.out_len;
-      const LaneOffsets<kVec, kGatherB, DType> off(x, active ? first : 0);
-      Fold<Reduce, kVec, DType, IdType, true> f;
-      f.template run<Op>(x, off, p0, p1, v);
-      // Within the warp: teams 2^j apart pair up, the lower one holding the earlier chunk.
-      for (int step = lanes; step < kWarp; step <<= 1) {
-        const bool later = lane & step;
+    const int64_t first = slab * slab_elems + int64_t(t) * kVec;
+    const bool active = first < x.out_len;
+    const LaneOffsets<kVec, kGatherB, DType> off(x, active ? first : 0);
+    Fold<Reduce, kVec, DType, IdType, true> f;
+    f.template run<Op>(x, off, p0, p1, v);
+    // Within the warp: teams 2^j apart pair up, the lower one holding the earlier chunk.
+    for (int step = lanes; step < kWarp; step <<= 1) {
+      const bool later = lane & step;
 #pragma unroll
-        for (int k = 0; k < kVec; ++k) {
-          const Acc acc = __shfl_xor_sync(kFullMask, f.acc[k], step);
-          if constexpr (!kArg) {
-            f.acc[k] += acc;  // commutative: both lanes of a pair hold the same bits
+      for (int k = 0; k < kVec; ++k) {
+        const Acc acc = __shfl_xor_sync(kFullMask, f.acc[k], step);
+        if constexpr (!kArg) {
+          f.acc[k] += acc;  // commutative: both lanes of a pair hold the same bits
+        } else {
+          const IdType win = __shfl_xor_sync(kFullMask, f.win[k], step);
+          const IdType win_b = __shfl_xor_sync(kFullMask, f.win_b[k], step);
+          if (later) {
+            merge_earlier<Reduce>(f, k, acc, win, win_b);
           } else {
-            const IdType win = __shfl_xor_sync(kFullMask, f.win[k], step);
-            const IdType win_b = __shfl_xor_sync(kFullMask, f.win_b[k], step);
-            Acc earlier = acc;
-            if (!later) {
-              merge_later<Reduce>(f, k, acc, win, win_b);
-            } else if (!Reduce::Call(earlier, f.acc[k])) {  // the partner's chunk stays unless this one wins
-              f.acc[k] = acc;
-              f.win[k] = win;
-              f.win_b[k] = win_b;
-            }
+            merge_later<Reduce>(f, k, acc, win, win_b);
           }
         }
       }
-      // Across the warps, in order, by the first team of warp 0.
-      if (warp > 0 && lane < lanes) {
-        const int slot = (warp * kWarp + t) * kVec;
+    }
+    // Across the warps, in order, by the first team of warp 0.
+    if (warp > 0 && lane < lanes) {
+      const int slot = (warp * kWarp + t) * kVec;
+#pragma unroll
+      for (int k = 0; k < kVec; ++k) {
+        part_acc[slot + k] = f.acc[k];
+        if constexpr (kArg) {
+          part_win[slot + k] = f.win[k];
+          part_win_b[slot + k] = f.win_b[k];
+        }
+      }
+    }
+    __syncthreads();
+    if (warp == 0 && lane < lanes) {
+      for (int w = 1; w < kWarpsPerBlock; ++w) {
+        const int slot = (w * kWarp + t) * kVec;
 #pragma unroll
         for (int k = 0; k < kVec; ++k) {
-          part_acc[slot + k] = f.acc[k];
-          if constexpr (kArg) {
-            part_win[slot + k] = f.win[k];
-            part_win_b[slot + k] = f.win_b[k];
-          }
+          merge_later<Reduce>(f, k, part_acc[slot + k], kArg ? part_win[slot + k] : IdType(0),
+                              kArg ? part_win_b[slot + k] : IdType(0));
         }
       }
-      __syncthreads();
-      if (warp == 0 && lane < lanes) {
-        for (int w = 1; w < kWarpsPerBlock; ++w) {
-          const int slot = (w * kWarp + t) * kVec;
-#pragma unroll
-          for (int k = 0; k < kVec; ++k) {
-            merge_later<Reduce>(f, k, part_acc[slot + k], kArg ? part_win[slot + k] : IdType(0),
-                                kArg ? part_win_b[slot + k] : IdType(0));
-          }
-        }
-        if (active) {
-          if (x.mean) f.divide_mean(x, end - begin);
-          const int64_t out = int64_t(v) * x.out_len + first;
-          store_vec<kVec>(x.c + out, f.acc);
-          if constexpr (kArg) {
-            if (Op::use_lhs && x.arg_a) store_rows<kVec>(x.arg_a + out, f.win);
-            if (Op::use_rhs && x.arg_b) store_rows<kVec>(x.arg_b + out, f.win_b);
-          }
-        }
+      if (active) {
+        if (x.mean) f.divide_mean(x, end - begin);
+        store_row<Op>(x, f, v, first);
       }
-      __syncthreads();  // the slots are written again by the block's next item
     }
+    __syncthreads();  // the slots are written again by the block's next item
   }
 }
 
@@ -552,13 +568,7 @@ __global__ void __launch_bounds__(kBlock, kMinBlocks)
         // The row's bounds are loaded again (L1 hits) rather than held through the fold, which
         // would cost every sum the registers.
         if (x.mean) f.divide_mean(x, g.end_pos(v) - g.begin_pos(v));
-        const int64_t out = int64_t(v) * x.out_len + first;
-        store_vec<kVec>(x.c + out, f.acc);
-        if constexpr (Reduce::require_arg) {
-          // The validator refuses an arg for an operand the op does not read.
-          if (Op::use_lhs && x.arg_a) store_rows<kVec>(x.arg_a + out, f.win);
-          if (Op::use_rhs && x.arg_b) store_rows<kVec>(x.arg_b + out, f.win_b);
-        }
+        store_row<Op>(x, f, v, first);
       }
     }
   }
