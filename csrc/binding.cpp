@@ -87,7 +87,7 @@ const std::unordered_map<std::string, Setter>& setters() {
       UG_V(num_src), UG_V(num_dst), UG_V(num_edges), UG_V(index_bits), UG_V(max_degree), UG_V(num_long_rows),
       UG_V(edge_op), UG_V(gather_op), UG_V(a_type), UG_V(b_type), UG_V(c_type), UG_V(dtype), UG_V(a_row_stride),
       UG_V(b_row_stride), UG_V(out_len), UG_V(a_len), UG_V(b_len), UG_V(reduce_size), UG_V(strategy),
-      UG_V(grouping), UG_V(tiling), UG_V(workspace_bytes), UG_V(b_off_block),
+      UG_V(grouping), UG_V(tiling), UG_V(workspace_bytes), UG_V(workspace_zeroed), UG_V(b_off_block),
       UG_P(indptr, const void), UG_P(long_rows, const void), UG_P(col, const void), UG_P(row, const void),
       UG_P(eid, const void),
       UG_P(a, const void), UG_P(b, const void), UG_P(c, void), UG_P(arg_a, void), UG_P(arg_b, void),
@@ -198,7 +198,8 @@ PYBIND11_MODULE(_C, m) {
   UG_FIELD(edge_op); UG_FIELD(gather_op); UG_FIELD(a_type); UG_FIELD(b_type); UG_FIELD(c_type);
   UG_FIELD(dtype); UG_FIELD(a_row_stride); UG_FIELD(b_row_stride);
   UG_FIELD(out_len); UG_FIELD(a_len); UG_FIELD(b_len); UG_FIELD(reduce_size);
-  UG_FIELD(strategy); UG_FIELD(grouping); UG_FIELD(tiling); UG_FIELD(workspace_bytes); UG_FIELD(b_off_block);
+  UG_FIELD(strategy); UG_FIELD(grouping); UG_FIELD(tiling); UG_FIELD(workspace_bytes); UG_FIELD(workspace_zeroed);
+  UG_FIELD(b_off_block);
 #undef UG_FIELD
   def_ptr(params, "indptr", &UgParams::indptr);
   def_ptr(params, "long_rows", &UgParams::long_rows);

@@ -83,8 +83,9 @@ def test_both_backends_refuse_a_broken_field_alike(field, value):
 
 
 def test_the_only_differences_are_the_documented_ones():
-    # Parallel info: only CUDA reads it.
-    for field, value in (("strategy", 9), ("grouping", 3), ("grouping", 0), ("tiling", 0), ("tiling", 65)):
+    # Parallel info (and the workspace's zero-fill promise): only CUDA reads it.
+    for field, value in (("strategy", 9), ("grouping", 3), ("grouping", 0), ("tiling", 0), ("tiling", 65),
+                         ("workspace_zeroed", 2), ("workspace_zeroed", -1)):
         prep = prepared()
         setattr(prep.params, field, value)
         assert verdicts(prep.params) == (OK, INVALID), (field, value)

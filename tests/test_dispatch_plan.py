@@ -167,3 +167,13 @@ def test_ugrapher_a_new_graph_at_a_dead_graphs_address_gets_its_own_plan():
             break
     got = ugrapher(g, OpInfo("copy_lhs", "sum", x, "src", None, "null", "dst"))[0]
     assert torch.equal(got, ops.prepare(g, OpInfo("copy_lhs", "sum", x, "src", None, "null", "dst")).run()[0])
+
+
+def test_workspaces_up_to_the_bound_come_zero_filled(monkeypatch):
+    """ops.new_workspace: zero-filled with workspace_zeroed 1 up to ZEROED_WORKSPACE_BYTES (the
+    core may then skip its clearing pass and must leave it zeroed), uninitialized with 0 past it."""
+    monkeypatch.setattr(ops, "ZEROED_WORKSPACE_BYTES", 64)
+    small, flag = ops.new_workspace(64, torch.device("cpu"))
+    assert flag == 1 and small.dtype == torch.uint8 and small.numel() == 64 and int(small.count_nonzero()) == 0
+    large, flag = ops.new_workspace(65, torch.device("cpu"))
+    assert flag == 0 and large.numel() == 65

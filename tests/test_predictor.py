@@ -860,7 +860,8 @@ def test_cuda_runner_glue_on_a_mock_device(monkeypatch):
             if behaviour["lose"]:
                 return 4, "an illegal memory access was encountered", -1, [], False
             for i, p in enumerate(ps):
-                assert p.strategy not in (1, 3) or (p.workspace != 0 and p.workspace_bytes >= 256)
+                assert p.strategy not in (1, 3) or (p.workspace != 0 and p.workspace_bytes >= 256
+                                                    and p.workspace_zeroed == 1)
                 if p.strategy == behaviour["fail_strategy"]:
                     return 4, "too many resources requested for launch", i, [], False
             batches.append(sum(runs))
@@ -886,7 +887,7 @@ def test_cuda_runner_glue_on_a_mock_device(monkeypatch):
             assert t.ms == pytest.approx(want) and t.first_ms == pytest.approx(want)
     # Batches respect the launch limit, and the one that starved was timed again in halves.
     assert max(batches) <= 16 and runner.starved_batches == 1
-    assert runner.workspace is not None and runner.capacity == 256
+    assert runner.workspaces[1] is not None and runner.capacity == {0: 0, 1: 256}
     best = min((t for t in timings if t.status == "ok"), key=lambda t: t.ms)
     times = timing.measure_on_gpu(g, op, [best.config, ParallelInfo("warp_edge", 1, 1)])
     assert min(times, key=times.get) == best.config

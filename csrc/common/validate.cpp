@@ -68,6 +68,8 @@ int check_parallel_info(const UgParams& p, std::string* why) {
   if (g < 1 || g > 64 || (g & (g - 1)) != 0)
     return invalid(why, "grouping must be a power of two in 1..64, got %d", g);
   if (p.tiling < 1 || p.tiling > 64) return invalid(why, "tiling must be in 1..64, got %d", p.tiling);
+  if (p.workspace_zeroed != 0 && p.workspace_zeroed != 1)
+    return invalid(why, "workspace_zeroed must be 0 or 1, got %d", p.workspace_zeroed);
   return UG_OK;
 }
 

@@ -13,7 +13,10 @@
 //                  atomicMax, then decoded into C, arg_a and arg_b.
 // Two passes over the rows (edge_rows_pass) do the clearing, write the empty rows (no worker
 // visits them) and finish the workspace; they write only split and empty rows, and read two
-// indptr entries per row otherwise.
+// indptr entries per row otherwise. Where the caller's workspace holds zeros on entry
+// (params.h's workspace_zeroed), max/min and the half sums skip the clearing pass: the finishing
+// pass writes the empty rows too and clears the workspace entries it read, so the workspace
+// leaves as it came.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -129,24 +132,39 @@ __device__ __forceinline__ int64_t unit_start(const Topology<IdType>& g, int64_t
 __host__ __device__ __forceinline__ bool row_split(int64_t degree, int64_t group) { return degree > group; }
 
 // What one row pass writes in row `first / out_len` (element `first` on), a team of `lanes` lanes
-// over its elements, kRowBatch of them in flight per lane: kFinish false, the target's split row
-// cleared, or an empty row of C (the reduce zero, args 0); kFinish true, the split row's keys
-// decoded (value and args) or its float workspace rounded into C. Each batch loads all its keys
-// (and then all its args) before it stores, as a store may alias any later load.
+// over its elements, kRowBatch of them in flight per lane: an empty row of C (the reduce zero,
+// args 0) where the row is not split; else, kFinish false, the target's split row cleared, and
+// kFinish true, the split row's keys decoded (value and args) or its float workspace rounded
+// into C, and with `clear` the entries read then cleared. Each batch loads all its keys (and
+// then all its args) before it stores, as a store may alias any later load.
 constexpr int kRowBatch = 4;
 
 template <bool kFinish, typename Reduce, typename DType, typename IdType>
 __device__ __forceinline__ void edge_row_write(const EdgeSink<Reduce, DType>& sink, const OpArgs<DType, IdType>& x,
-                                               int64_t first, bool split, int t, int lanes) {
+                                               int64_t first, bool split, bool clear, int t, int lanes) {
   using Sink = EdgeSink<Reduce, DType>;
   for (int64_t j0 = t; j0 < x.out_len; j0 += int64_t(lanes) * kRowBatch) {
-    if constexpr (kFinish && Sink::kPacked) {
-      const auto* keys = static_cast<const unsigned long long*>(sink.target) + first;
+    if (!split) {
+#pragma unroll
+      for (int b = 0; b < kRowBatch; ++b) {
+        const int64_t j = j0 + b * lanes;
+        if (j >= x.out_len) break;
+        x.store(first + j, Reduce::zero(), 0, 0);
+      }
+    } else if constexpr (kFinish && Sink::kPacked) {
+      auto* keys = static_cast<unsigned long long*>(sink.target) + first;
       unsigned long long key[kRowBatch];
 #pragma unroll
       for (int b = 0; b < kRowBatch; ++b) {
         const int64_t j = j0 + b * lanes;
         key[b] = j < x.out_len ? keys[j] : 0;  // 0: nothing beat the reduce zero
+      }
+      if (clear) {
+#pragma unroll
+        for (int b = 0; b < kRowBatch; ++b) {
+          const int64_t j = j0 + b * lanes;
+          if (j < x.out_len) keys[j] = 0;
+        }
       }
       int64_t win_a[kRowBatch], win_b[kRowBatch];
 #pragma unroll
@@ -165,7 +183,7 @@ __device__ __forceinline__ void edge_row_write(const EdgeSink<Reduce, DType>& si
       }
     } else if constexpr (kFinish) {
       static_assert(Sink::kStaged, "only packed keys and the float workspace are finished");
-      const float* staged = static_cast<const float*>(sink.target) + first;
+      float* staged = static_cast<float*>(sink.target) + first;
       float value[kRowBatch];
 #pragma unroll
       for (int b = 0; b < kRowBatch; ++b) {
@@ -175,25 +193,25 @@ __device__ __forceinline__ void edge_row_write(const EdgeSink<Reduce, DType>& si
 #pragma unroll
       for (int b = 0; b < kRowBatch; ++b) {
         const int64_t j = j0 + b * lanes;
-        if (j < x.out_len) x.c[first + j] = from_acc<DType>(value[b]);
+        if (j < x.out_len) {
+          x.c[first + j] = from_acc<DType>(value[b]);
+          if (clear) staged[j] = 0.f;
+        }
       }
     } else {
 #pragma unroll
       for (int b = 0; b < kRowBatch; ++b) {
         const int64_t j = j0 + b * lanes;
         if (j >= x.out_len) break;
-        if (split) {
-          static_cast<typename Sink::Element*>(sink.target)[first + j] = typename Sink::Element(0);
-        } else {
-          x.store(first + j, Reduce::zero(), 0, 0);
-        }
+        static_cast<typename Sink::Element*>(sink.target)[first + j] = typename Sink::Element(0);
       }
     }
   }
 }
 
 // One pass over the destination rows that writes some of them (edge_row_write): kFinish false,
-// before the aggregation, the split and the empty rows; kFinish true, after it, the split rows.
+// before the aggregation, the split and the empty rows; kFinish true, after it, the split rows,
+// and with `zeroed` (no pass ran before) the empty rows too, clearing what it reads.
 // A window of 32 rows is read by 2^window_log2 warps, a degree per lane, and its k-th row to
 // write goes to worker k mod workers, a worker being a team of 2^lanes_log2 lanes (as wide as a
 // row, at most a warp) of those warps. A row it skips costs a lane two indptr loads, however wide
@@ -202,7 +220,7 @@ __device__ __forceinline__ void edge_row_write(const EdgeSink<Reduce, DType>& si
 template <bool kFinish, typename Reduce, typename DType, typename IdType>
 __global__ void __launch_bounds__(kBlock, kMinBlocks)
     edge_rows_pass(const EdgeSink<Reduce, DType> sink, const OpArgs<DType, IdType> x, int64_t group, int lanes_log2,
-                   int window_log2) {
+                   int window_log2, bool zeroed) {
   const Topology<IdType>& g = x.graph;
   const int lane = lane_id();
   const int lanes = 1 << lanes_log2;
@@ -216,14 +234,15 @@ __global__ void __launch_bounds__(kBlock, kMinBlocks)
     if (v < g.num_dst) {
       const int64_t degree = g.end(v) - g.begin(v);
       split = row_split(degree, group);
-      write = kFinish ? split : split || degree == 0;
+      write = split || ((!kFinish || zeroed) && degree == 0);
     }
     const unsigned writes = __ballot_sync(kFullMask, write);
     const unsigned splits = __ballot_sync(kFullMask, split);
     const unsigned count = __popc(writes);
     for (unsigned k = worker; k < count; k += workers) {
       const int r = __fns(writes, 0, int(k) + 1);  // the window's k-th row to write
-      edge_row_write<kFinish, Reduce>(sink, x, (base + r) * x.out_len, (splits >> r) & 1u, lane & (lanes - 1), lanes);
+      edge_row_write<kFinish, Reduce>(sink, x, (base + r) * x.out_len, (splits >> r) & 1u, zeroed, lane & (lanes - 1),
+                                      lanes);
     }
   }
 }
@@ -234,7 +253,9 @@ constexpr int64_t kRowPassWarps = 8192;
 
 // Prepares the target and the empty rows, runs launch(sink) (the strategy's aggregation kernel,
 // over the row-aligned units of p.grouping positions) when there are edges, and finishes C. Every
-// element of C (and of the args) is written, also where E = 0.
+// element of C (and of the args) is written, also where E = 0. A workspace that holds zeros
+// (p.workspace_zeroed) needs no preparing: the finishing pass writes the empty rows and leaves it
+// zeroed again.
 template <typename Reduce, typename DType, typename IdType, typename Launch>
 cudaError_t run_edge_aggregation(const UgParams& p, const OpArgs<DType, IdType>& x, cudaStream_t stream,
                                  Launch&& launch) {
@@ -250,13 +271,19 @@ cudaError_t run_edge_aggregation(const UgParams& p, const OpArgs<DType, IdType>&
     int window_log2 = 0;  // warps per window of 32 rows: at most one worker per row
     while (window_log2 < lanes_log2 && (windows << (window_log2 + 1)) <= kRowPassWarps) ++window_log2;
     const unsigned grid = grid_for((windows << window_log2) * kWarp);
-    edge_rows_pass<false, Reduce><<<grid, kBlock, 0, stream>>>(sink, x, p.grouping, lanes_log2, window_log2);
-    UG_CUDA_TRY(cudaGetLastError());
+    constexpr bool kFinished = Sink::kPacked || Sink::kStaged;
+    const bool zeroed = kFinished && p.workspace_zeroed;
+    if (!zeroed) {
+      edge_rows_pass<false, Reduce><<<grid, kBlock, 0, stream>>>(sink, x, p.grouping, lanes_log2, window_log2, false);
+      UG_CUDA_TRY(cudaGetLastError());
+    }
     if (p.num_edges > 0) {
       launch(sink);
       UG_CUDA_TRY(cudaGetLastError());
-      if constexpr (Sink::kPacked || Sink::kStaged) {
-        edge_rows_pass<true, Reduce><<<grid, kBlock, 0, stream>>>(sink, x, p.grouping, lanes_log2, window_log2);
+    }
+    if constexpr (kFinished) {
+      if (p.num_edges > 0 || zeroed) {
+        edge_rows_pass<true, Reduce><<<grid, kBlock, 0, stream>>>(sink, x, p.grouping, lanes_log2, window_log2, zeroed);
         UG_CUDA_TRY(cudaGetLastError());
       }
     }

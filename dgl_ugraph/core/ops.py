@@ -25,6 +25,21 @@ from dgl_ugraph.core.graph import UGraph
 # element the kernel forgets to write shows up instead of hiding behind allocator leftovers.
 POISON_OUTPUTS = settings.debug_poison()
 
+# A workspace of at most this many bytes is handed to the core zero-filled and kept for the next
+# call (params.h's workspace_zeroed: the core leaves it zeroed): the CUDA edge strategies' max/min
+# and half sums then skip the pass that clears it, a launch that on a small graph is a tenth of
+# the call. A larger one is allocated per call as before: holding it would pin memory twice the
+# size of the output, for a pass that is a few percent of such a call.
+ZEROED_WORKSPACE_BYTES = 32 << 20
+
+
+def new_workspace(nbytes: int, device: torch.device) -> Tuple[torch.Tensor, int]:
+    """A workspace of nbytes for a CUDA call and its params' workspace_zeroed: zero-filled (1) up
+    to ZEROED_WORKSPACE_BYTES, else uninitialized (0)."""
+    if nbytes <= ZEROED_WORKSPACE_BYTES:
+        return torch.zeros(nbytes, dtype=torch.uint8, device=device), 1
+    return torch.empty(nbytes, dtype=torch.uint8, device=device), 0
+
 
 @lru_cache(maxsize=4096)
 def _broadcast(edge_op, a_shape, b_shape) -> Broadcast:
@@ -95,8 +110,8 @@ class Prepared:
         p = self.params = self.params_for(pinfo)
         nbytes = self._core.cuda_workspace_bytes(p)
         if nbytes:
-            workspace = torch.empty(nbytes, dtype=torch.uint8, device=self._device)
-            p.workspace, p.workspace_bytes = workspace.data_ptr(), nbytes
+            workspace, zeroed = new_workspace(nbytes, self._device)
+            p.workspace, p.workspace_bytes, p.workspace_zeroed = workspace.data_ptr(), nbytes, zeroed
             self._keep.append(workspace)
         self.pending = False
 
@@ -240,7 +255,8 @@ class Plan:
     params with its own data pointers and runs, with no other Python work."""
 
     __slots__ = ("_template", "_keep", "_c_shape", "_c_like", "_arg_like", "_arg_a", "_arg_b", "_lhs", "_rhs",
-                 "_a_row", "_b_row", "_workspace", "_workspace_like", "_cuda_index", "_core", "_run_cuda_with")
+                 "_a_row", "_b_row", "_workspace", "_workspace_like", "_zeroed", "_cuda_index", "_core",
+                 "_run_cuda_with")
 
     def __init__(self, graph: UGraph, op_info: OpInfo, parallel_info: Optional[ParallelInfo] = None,
                  first: Optional[Prepared] = None):
@@ -264,6 +280,9 @@ class Plan:
         self._b_row = math.prod(op_info.B.shape[1:]) if self._rhs else 0
         self._workspace = first.params.workspace_bytes if first.params is not None else 0
         self._workspace_like = torch.empty(0, dtype=torch.uint8, device=c.device) if self._workspace else None
+        # A zeroed workspace (new_workspace) per CUDA stream, kept across calls, which leave it
+        # zeroed: two streams never share one. None where the workspace is allocated per call.
+        self._zeroed = {} if self._workspace and first.params.workspace_zeroed else None
         self._cuda_index = _cuda_index(c.device)
         self._core = _ext.core()
         self._run_cuda_with = getattr(self._core, "run_cuda_with", None)
@@ -293,7 +312,13 @@ class Plan:
             else:
                 b = _features_contiguous(b)
                 b_ptr, b_stride = b.data_ptr(), b.stride(0)
-        if self._workspace:
+        if self._zeroed is not None:
+            stream = _cuda_raw_stream(self._cuda_index)
+            workspace = self._zeroed.get(stream)
+            if workspace is None:
+                workspace = self._zeroed[stream] = self._workspace_like.new_zeros(self._workspace)
+            workspace_ptr = workspace.data_ptr()
+        elif self._workspace:
             # Held by this frame until the launch returns; the stream orders its later reuse.
             workspace = self._workspace_like.new_empty(self._workspace)
             workspace_ptr = workspace.data_ptr()

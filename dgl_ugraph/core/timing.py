@@ -178,11 +178,13 @@ class CudaRunner:
         self.device = graph.device
         self.handle = torch.cuda.current_stream(self.device).cuda_stream
         self.gate_timeout_ms = gate_timeout_ms
-        # The runner's own workspace, grown on demand: the prepared call's belongs to its first
-        # configuration only.
-        self.workspace = None
+        # The runner's own workspaces, grown on demand (the prepared call's belongs to its first
+        # configuration only), one for each mode of ops.new_workspace, so that each configuration
+        # is timed as a call would run it: zero-filled, which every call leaves zeroed, and
+        # uninitialized.
+        self.workspaces = {0: None, 1: None}
         self._retired: list = []
-        self.capacity = 0
+        self.capacity = {0: 0, 1: 0}
         self.starved_batches = 0
 
     def set(self, pinfo: ParallelInfo):
@@ -191,13 +193,15 @@ class CudaRunner:
         if status:
             raise Refused(why or f"status {status}")
         need = int(self.core.cuda_workspace_bytes(p))
-        if need > self.capacity:
-            # Handles made earlier may point at the old buffer: it lives until the next batch ends.
-            self._retired.append(self.workspace)
-            self.workspace = torch.empty(need, dtype=torch.uint8, device=self.device)
-            self.capacity = need
         if need:
-            p.workspace, p.workspace_bytes = self.workspace.data_ptr(), self.capacity
+            zeroed = int(need <= ops.ZEROED_WORKSPACE_BYTES)
+            if need > self.capacity[zeroed]:
+                # Handles made earlier may point at the old buffer: it lives until the next batch ends.
+                self._retired.append(self.workspaces[zeroed])
+                self.workspaces[zeroed], _ = ops.new_workspace(need, self.device)
+                self.capacity[zeroed] = need
+            p.workspace, p.workspace_bytes = self.workspaces[zeroed].data_ptr(), self.capacity[zeroed]
+            p.workspace_zeroed = zeroed
         return p
 
     def time(self, batch) -> Tuple[List[List[float]], bool]:

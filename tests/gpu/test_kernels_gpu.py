@@ -138,6 +138,49 @@ def test_zero_edges_and_wide_rows(strategy):
         assert run_case(graph, op, ParallelInfo(strategy, 2, 7), torch.float32) is None
 
 
+@pytest.mark.parametrize("zeroed", (True, False), ids=("zeroed", "per_call"))
+@pytest.mark.parametrize("strategy", ATOMIC)
+def test_edge_workspace_across_calls(strategy, zeroed, monkeypatch):
+    """The edge strategies' max/min and half sums combine split rows in a workspace. Up to
+    ops.ZEROED_WORKSPACE_BYTES a repeat call's plan keeps one per stream, zero-filled, which the
+    core must leave zeroed (no clearing pass); above it each call gets an uninitialized one and
+    the clearing pass runs. run_case's two calls, then three more, outputs poisoned, each against
+    the oracle (max and min with their args, and bitwise equal across calls), then the kept
+    workspace all zeros."""
+    if not zeroed:
+        monkeypatch.setattr(ops, "ZEROED_WORKSPACE_BYTES", -1)
+    graph = suite_graph(torch.int32, "cuda", seed=5)  # its hub row is split at every grouping here
+    g = torch.Generator().manual_seed(5)
+    x = torch.randn(graph.num_src, 24, generator=g).cuda()
+    w = torch.randn(graph.num_edges, 1, generator=g).cuda()
+    cases = [(OpInfo("copy_lhs", "max", x, "src", None, "null", "dst"), torch.float32),
+             (OpInfo("mul", "min", x, "src", w, "edge", "dst"), torch.float32),
+             (OpInfo("copy_lhs", "sum", x.half(), "src", None, "null", "dst"), torch.float16),
+             (OpInfo("mul", "mean", x.bfloat16(), "src", w.bfloat16(), "edge", "dst"), torch.bfloat16)]
+    for op, dtype in cases:
+        pinfo = ParallelInfo(strategy, 8, 1)
+        name = f"{op.edge_op}-{op.gather_op} {DTYPE_NAMES[dtype]}"
+        assert run_case(graph, op, pinfo, dtype) is None, name
+        ref_c, ref_a, ref_b = reference(graph, op)
+        first = None
+        for call in range(3):
+            out = ugrapher(graph, op, pinfo)
+            torch.cuda.synchronize()
+            assert close(out[0], ref_c, dtype), f"{name}, call {call + 3}"
+            if op.gather_op in ("max", "min"):
+                assert check_args(graph, op, out[0], out[1], ref_a, op.A_type, dtype), f"{name}, call {call + 3}"
+                assert check_args(graph, op, out[0], out[2], ref_b, op.B_type, dtype), f"{name}, call {call + 3}"
+                first = first or out
+                assert all(a is None and b is None or torch.equal(a, b) for a, b in zip(out, first)), name
+    plans = [plan for plan in graph.plans.values() if plan._workspace]
+    assert len(plans) == len(cases)
+    for plan in plans:
+        if zeroed:
+            assert plan._zeroed and all(int(ws.count_nonzero()) == 0 for ws in plan._zeroed.values())
+        else:
+            assert plan._zeroed is None
+
+
 @pytest.mark.parametrize("strategy", ("warp_vertex", "warp_edge"))
 def test_tile_major_walk(strategy):
     """Tilings past 1 where the gathered source rows outgrow half the L2 and a slab's share fits

@@ -84,6 +84,11 @@ typedef struct UgParams {
   int32_t strategy, grouping, tiling;
   void* workspace;
   int64_t workspace_bytes;
+  /* 1: the workspace holds zeros when the call starts, and the call leaves it so. The CUDA edge
+   * strategies' max/min and half sums then need no pass that clears it before they aggregate
+   * (a launch less on a small graph); their finishing pass clears what it read. 0: any
+   * contents. Read only where ug_cuda_workspace_bytes asks for a workspace. */
+  int32_t workspace_zeroed;
 } UgParams;
 
 #ifdef __cplusplus
