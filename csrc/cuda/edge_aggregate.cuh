@@ -132,26 +132,34 @@ __device__ __forceinline__ int64_t unit_start(const Topology<IdType>& g, int64_t
 __host__ __device__ __forceinline__ bool row_split(int64_t degree, int64_t group) { return degree > group; }
 
 // What one row pass writes in row `first / out_len` (element `first` on), a team of `lanes` lanes
-// over its elements, kRowBatch of them in flight per lane: an empty row of C (the reduce zero,
-// args 0) where the row is not split; else, kFinish false, the target's split row cleared, and
-// kFinish true, the split row's keys decoded (value and args) or its float workspace rounded
-// into C, and with `clear` the entries read then cleared. Each batch loads all its keys (and
-// then all its args) before it stores, as a store may alias any later load.
+// over its elements, kRowBatch of them in flight per lane: kFinish false, the target's split row
+// cleared, or an empty row of C (the reduce zero, args 0); kFinish true, the split row's keys
+// decoded (value and args) or its float workspace rounded into C, and with kClear the entries
+// read then cleared, or an empty row of C. Each batch loads all its keys (and then all its args)
+// before it stores, as a store may alias any later load.
 constexpr int kRowBatch = 4;
 
-template <bool kFinish, typename Reduce, typename DType, typename IdType>
-__device__ __forceinline__ void edge_row_write(const EdgeSink<Reduce, DType>& sink, const OpArgs<DType, IdType>& x,
-                                               int64_t first, bool split, bool clear, int t, int lanes) {
-  using Sink = EdgeSink<Reduce, DType>;
-  for (int64_t j0 = t; j0 < x.out_len; j0 += int64_t(lanes) * kRowBatch) {
-    if (!split) {
+template <typename Reduce, typename DType, typename IdType>
+__device__ __forceinline__ void store_empty_batch(const OpArgs<DType, IdType>& x, int64_t first, int64_t j0, int lanes) {
 #pragma unroll
-      for (int b = 0; b < kRowBatch; ++b) {
-        const int64_t j = j0 + b * lanes;
-        if (j >= x.out_len) break;
-        x.store(first + j, Reduce::zero(), 0, 0);
+  for (int b = 0; b < kRowBatch; ++b) {
+    const int64_t j = j0 + b * lanes;
+    if (j >= x.out_len) break;
+    x.store(first + j, Reduce::zero(), 0, 0);
+  }
+}
+
+template <bool kFinish, bool kClear, typename Reduce, typename DType, typename IdType>
+__device__ __forceinline__ void edge_row_write(const EdgeSink<Reduce, DType>& sink, const OpArgs<DType, IdType>& x,
+                                               int64_t first, bool split, int t, int lanes) {
+  using Sink = EdgeSink<Reduce, DType>;
+  static_assert(kFinish || !kClear, "only the finishing pass clears the workspace");
+  for (int64_t j0 = t; j0 < x.out_len; j0 += int64_t(lanes) * kRowBatch) {
+    if constexpr (kFinish && Sink::kPacked) {
+      if (kClear && !split) {
+        store_empty_batch<Reduce>(x, first, j0, lanes);
+        continue;
       }
-    } else if constexpr (kFinish && Sink::kPacked) {
       auto* keys = static_cast<unsigned long long*>(sink.target) + first;
       unsigned long long key[kRowBatch];
 #pragma unroll
@@ -159,7 +167,7 @@ __device__ __forceinline__ void edge_row_write(const EdgeSink<Reduce, DType>& si
         const int64_t j = j0 + b * lanes;
         key[b] = j < x.out_len ? keys[j] : 0;  // 0: nothing beat the reduce zero
       }
-      if (clear) {
+      if constexpr (kClear) {
 #pragma unroll
         for (int b = 0; b < kRowBatch; ++b) {
           const int64_t j = j0 + b * lanes;
@@ -183,6 +191,10 @@ __device__ __forceinline__ void edge_row_write(const EdgeSink<Reduce, DType>& si
       }
     } else if constexpr (kFinish) {
       static_assert(Sink::kStaged, "only packed keys and the float workspace are finished");
+      if (kClear && !split) {
+        store_empty_batch<Reduce>(x, first, j0, lanes);
+        continue;
+      }
       float* staged = static_cast<float*>(sink.target) + first;
       float value[kRowBatch];
 #pragma unroll
@@ -195,7 +207,7 @@ __device__ __forceinline__ void edge_row_write(const EdgeSink<Reduce, DType>& si
         const int64_t j = j0 + b * lanes;
         if (j < x.out_len) {
           x.c[first + j] = from_acc<DType>(value[b]);
-          if (clear) staged[j] = 0.f;
+          if constexpr (kClear) staged[j] = 0.f;
         }
       }
     } else {
@@ -203,7 +215,11 @@ __device__ __forceinline__ void edge_row_write(const EdgeSink<Reduce, DType>& si
       for (int b = 0; b < kRowBatch; ++b) {
         const int64_t j = j0 + b * lanes;
         if (j >= x.out_len) break;
-        static_cast<typename Sink::Element*>(sink.target)[first + j] = typename Sink::Element(0);
+        if (split) {
+          static_cast<typename Sink::Element*>(sink.target)[first + j] = typename Sink::Element(0);
+        } else {
+          x.store(first + j, Reduce::zero(), 0, 0);
+        }
       }
     }
   }
@@ -211,16 +227,16 @@ __device__ __forceinline__ void edge_row_write(const EdgeSink<Reduce, DType>& si
 
 // One pass over the destination rows that writes some of them (edge_row_write): kFinish false,
 // before the aggregation, the split and the empty rows; kFinish true, after it, the split rows,
-// and with `zeroed` (no pass ran before) the empty rows too, clearing what it reads.
+// and with kClear (the workspace came zeroed, and no pass ran before) the empty rows too.
 // A window of 32 rows is read by 2^window_log2 warps, a degree per lane, and its k-th row to
 // write goes to worker k mod workers, a worker being a team of 2^lanes_log2 lanes (as wide as a
 // row, at most a warp) of those warps. A row it skips costs a lane two indptr loads, however wide
 // the rows; a small graph gives each window up to one worker per row (window_log2 up to
 // lanes_log2), so that its written rows still spread over the GPU.
-template <bool kFinish, typename Reduce, typename DType, typename IdType>
+template <bool kFinish, bool kClear, typename Reduce, typename DType, typename IdType>
 __global__ void __launch_bounds__(kBlock, kMinBlocks)
     edge_rows_pass(const EdgeSink<Reduce, DType> sink, const OpArgs<DType, IdType> x, int64_t group, int lanes_log2,
-                   int window_log2, bool zeroed) {
+                   int window_log2) {
   const Topology<IdType>& g = x.graph;
   const int lane = lane_id();
   const int lanes = 1 << lanes_log2;
@@ -234,15 +250,15 @@ __global__ void __launch_bounds__(kBlock, kMinBlocks)
     if (v < g.num_dst) {
       const int64_t degree = g.end(v) - g.begin(v);
       split = row_split(degree, group);
-      write = split || ((!kFinish || zeroed) && degree == 0);
+      write = split || ((!kFinish || kClear) && degree == 0);
     }
     const unsigned writes = __ballot_sync(kFullMask, write);
     const unsigned splits = __ballot_sync(kFullMask, split);
     const unsigned count = __popc(writes);
     for (unsigned k = worker; k < count; k += workers) {
       const int r = __fns(writes, 0, int(k) + 1);  // the window's k-th row to write
-      edge_row_write<kFinish, Reduce>(sink, x, (base + r) * x.out_len, (splits >> r) & 1u, zeroed, lane & (lanes - 1),
-                                      lanes);
+      edge_row_write<kFinish, kClear, Reduce>(sink, x, (base + r) * x.out_len, (splits >> r) & 1u, lane & (lanes - 1),
+                                              lanes);
     }
   }
 }
@@ -274,7 +290,7 @@ cudaError_t run_edge_aggregation(const UgParams& p, const OpArgs<DType, IdType>&
     constexpr bool kFinished = Sink::kPacked || Sink::kStaged;
     const bool zeroed = kFinished && p.workspace_zeroed;
     if (!zeroed) {
-      edge_rows_pass<false, Reduce><<<grid, kBlock, 0, stream>>>(sink, x, p.grouping, lanes_log2, window_log2, false);
+      edge_rows_pass<false, false, Reduce><<<grid, kBlock, 0, stream>>>(sink, x, p.grouping, lanes_log2, window_log2);
       UG_CUDA_TRY(cudaGetLastError());
     }
     if (p.num_edges > 0) {
@@ -282,10 +298,12 @@ cudaError_t run_edge_aggregation(const UgParams& p, const OpArgs<DType, IdType>&
       UG_CUDA_TRY(cudaGetLastError());
     }
     if constexpr (kFinished) {
-      if (p.num_edges > 0 || zeroed) {
-        edge_rows_pass<true, Reduce><<<grid, kBlock, 0, stream>>>(sink, x, p.grouping, lanes_log2, window_log2, zeroed);
-        UG_CUDA_TRY(cudaGetLastError());
+      if (zeroed) {
+        edge_rows_pass<true, true, Reduce><<<grid, kBlock, 0, stream>>>(sink, x, p.grouping, lanes_log2, window_log2);
+      } else if (p.num_edges > 0) {
+        edge_rows_pass<true, false, Reduce><<<grid, kBlock, 0, stream>>>(sink, x, p.grouping, lanes_log2, window_log2);
       }
+      UG_CUDA_TRY(cudaGetLastError());
     }
     return cudaSuccess;
   }
