@@ -31,6 +31,10 @@ POISON_OUTPUTS = settings.debug_poison()
 # the call. A larger one is allocated per call as before: holding it would pin memory twice the
 # size of the output, for a pass that is a few percent of such a call.
 ZEROED_WORKSPACE_BYTES = 32 << 20
+# Streams a plan keeps a zeroed workspace for, the oldest dropped first: a program that runs each
+# step on a new stream keeps a few, not one per step. A dropped one goes back to the caching
+# allocator's pool of the stream it was made on, where later work is ordered after its calls.
+ZEROED_WORKSPACE_STREAMS = 4
 
 
 def new_workspace(nbytes: int, device: torch.device) -> Tuple[torch.Tensor, int]:
@@ -316,6 +320,8 @@ class Plan:
             stream = _cuda_raw_stream(self._cuda_index)
             workspace = self._zeroed.get(stream)
             if workspace is None:
+                if len(self._zeroed) >= ZEROED_WORKSPACE_STREAMS:
+                    del self._zeroed[next(iter(self._zeroed))]
                 workspace = self._zeroed[stream] = self._workspace_like.new_zeros(self._workspace)
             workspace_ptr = workspace.data_ptr()
         elif self._workspace:

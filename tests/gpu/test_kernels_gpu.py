@@ -181,6 +181,27 @@ def test_edge_workspace_across_calls(strategy, zeroed, monkeypatch):
             assert plan._zeroed is None
 
 
+def test_a_plan_keeps_zeroed_workspaces_for_its_latest_streams():
+    """A plan's zeroed workspaces: one per stream, at most ops.ZEROED_WORKSPACE_STREAMS (a new
+    stream per call must not keep one per call), each all zeros after its calls; the results on
+    every stream equal the first (max with args, deterministic on an edge strategy)."""
+    graph = suite_graph(torch.int32, "cuda", seed=6)
+    x = torch.randn(graph.num_src, 16, generator=torch.Generator().manual_seed(6)).cuda()
+    op, pinfo = OpInfo("copy_lhs", "max", x, "src", None, "null", "dst"), ParallelInfo("warp_edge", 8, 1)
+    first = ugrapher(graph, op, pinfo)
+    streams = [torch.cuda.Stream() for _ in range(ops.ZEROED_WORKSPACE_STREAMS + 3)]
+    for stream in streams + streams[:2]:
+        stream.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(stream):
+            out = ugrapher(graph, op, pinfo)
+        torch.cuda.current_stream().wait_stream(stream)
+        torch.cuda.synchronize()
+        assert all(torch.equal(a, b) for a, b in zip(out[:2], first[:2]))
+    (plan,) = [p for p in graph.plans.values() if p._workspace]
+    assert len(plan._zeroed) == ops.ZEROED_WORKSPACE_STREAMS
+    assert all(int(ws.count_nonzero()) == 0 for ws in plan._zeroed.values())
+
+
 @pytest.mark.parametrize("strategy", ("warp_vertex", "warp_edge"))
 def test_tile_major_walk(strategy):
     """Tilings past 1 where the gathered source rows outgrow half the L2 and a slab's share fits
