@@ -25,6 +25,7 @@ import pathlib
 import random
 import sys
 import time
+from typing import FrozenSet, Optional
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -78,6 +79,15 @@ def suite(max_edges: int, datasets: bool = True, scale: float = 1.0):
     return sources
 
 
+def case_ids(path: Optional[pathlib.Path]) -> FrozenSet[str]:
+    if path is None:
+        return frozenset()
+    ids = frozenset(line.strip() for line in path.read_text().splitlines() if line.strip())
+    if not ids:
+        raise SystemExit(f"{path}: no case ids")
+    return ids
+
+
 def parse(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out-dir", required=True, type=pathlib.Path)
@@ -92,6 +102,9 @@ def parse(argv=None):
     ap.add_argument("--cut", type=float, default=2.5, help="repeat only configurations within this factor of the best screening run")
     ap.add_argument("--audit-every", type=int, default=16)
     ap.add_argument("--cases-per-graph", type=int, default=0, help="at most this many cases per graph (0: all)")
+    ap.add_argument("--case-ids", type=pathlib.Path, default=None,
+                    help="a file of case ids (the case_id column of a cases-*.csv.gz), one per line: only these run "
+                         "(an earlier core's cases re-timed on a new core; pass --resume with no folder)")
     ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--run-id", default=None, help=argparse.SUPPRESS)
     ap.add_argument("--deadline", type=float, default=None, help=argparse.SUPPRESS)
@@ -102,12 +115,13 @@ def main(argv=None) -> int:
     args = parse(argv)
     argv = sys.argv[1:] if argv is None else list(argv)
     sources = suite(args.max_edges, not args.no_datasets, args.scale)
+    case_ids(args.case_ids)  # a bad file stops here, not in the worker
     widths = tuple(int(x) for x in args.widths.split(","))
     wanted_calls = tuple(c for c in args.calls.split(",") if c)
     if args.worker:
         cfg = collect.CollectConfig(args.out_dir, args.run_id, args.deadline, tuple(args.resume), widths,
                                  calls=wanted_calls, policy=TimingPolicy(cut=args.cut), audit_every=args.audit_every,
-                                 cases_per_graph=args.cases_per_graph)
+                                 cases_per_graph=args.cases_per_graph, case_ids=case_ids(args.case_ids))
         return run.run_worker(sources, cfg)
 
     import torch

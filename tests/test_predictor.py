@@ -587,6 +587,16 @@ def test_collector_caps_cases_per_graph(tmp_path):
     assert sorted(r["graph"] for r in rows) == ["c0"] * 7 + ["c1"] * 7
 
 
+def test_collector_runs_only_the_given_case_ids(tmp_path):
+    specs = [gs.GraphSpec(f"c{i}", "degree", 300, 1500, 3.0, "random", seed=i) for i in range(2)]
+    sources = [calls.GraphSource(s.name, "degree", "train", s.num_edges, spec=s) for s in specs]
+    wanted = {"c1|copy_u_sum|64|float32|int32", "c1|gat_u_dot_v|8|float32|int32"}
+    col = make_collector(tmp_path, World(noise=0.0), case_ids=frozenset(wanted))
+    col.run(sources)
+    rows = shards.read_rows(next(tmp_path.glob("cases-*.csv.gz")))
+    assert {r["case_id"] for r in rows} == wanted
+
+
 def test_audit_summary_reports_cut_losses_and_beyond_limit_wins():
     cases = [{"case_id": "c", "audit": "1", "status": "ok"}]
     timings = [dict(case_id="c", status="ok", ms="1.0", first_ms="3.0"),   # the winner, slow at screening

@@ -11,7 +11,7 @@ import pathlib
 import time
 from collections import defaultdict
 from dataclasses import dataclass, field
-from typing import Callable, Dict, Iterable, List, Optional, Sequence, Tuple
+from typing import Callable, Dict, FrozenSet, Iterable, List, Optional, Sequence, Tuple
 
 import numpy as np
 import torch
@@ -137,6 +137,9 @@ class CollectConfig:
     audit_every: int = 16
     max_isolation_restarts: int = 3
     cases_per_graph: int = 0  # 0: every case of a graph; else calls.sample_cases' spread subset
+    # Case keys to run, every other case skipped (re-timing an earlier core's cases on a new one);
+    # empty: no such filter.
+    case_ids: FrozenSet[str] = frozenset()
 
 
 @dataclass
@@ -212,7 +215,10 @@ class Collector:
         return self.stats
 
     def _cases(self, src: GraphSource) -> List[CaseSpec]:
-        return sample_cases(graph_cases(src, self.cfg.widths, self.cfg.heads, self.cfg.calls), self.cfg.cases_per_graph)
+        cases = graph_cases(src, self.cfg.widths, self.cfg.heads, self.cfg.calls)
+        if self.cfg.case_ids:
+            cases = [c for c in cases if c.key in self.cfg.case_ids]
+        return sample_cases(cases, self.cfg.cases_per_graph)
 
     def _estimate(self, num_edges: int, case: CaseSpec) -> float:
         """Seconds the case will take: the graph's previous case scaled by the width (a graph's
