@@ -37,12 +37,17 @@ ZEROED_WORKSPACE_BYTES = 32 << 20
 ZEROED_WORKSPACE_STREAMS = 4
 
 
+def workspace_zeroed(nbytes: int) -> int:
+    """The params' workspace_zeroed for a CUDA workspace of nbytes: 1 (zero-filled and kept) up to
+    ZEROED_WORKSPACE_BYTES, else 0."""
+    return int(nbytes <= ZEROED_WORKSPACE_BYTES)
+
+
 def new_workspace(nbytes: int, device: torch.device) -> Tuple[torch.Tensor, int]:
-    """A workspace of nbytes for a CUDA call and its params' workspace_zeroed: zero-filled (1) up
-    to ZEROED_WORKSPACE_BYTES, else uninitialized (0)."""
-    if nbytes <= ZEROED_WORKSPACE_BYTES:
-        return torch.zeros(nbytes, dtype=torch.uint8, device=device), 1
-    return torch.empty(nbytes, dtype=torch.uint8, device=device), 0
+    """A workspace of nbytes for a CUDA call and its params' workspace_zeroed (workspace_zeroed):
+    zero-filled where that is 1, else uninitialized."""
+    zeroed = workspace_zeroed(nbytes)
+    return (torch.zeros if zeroed else torch.empty)(nbytes, dtype=torch.uint8, device=device), zeroed
 
 
 @lru_cache(maxsize=4096)
@@ -316,8 +321,10 @@ class Plan:
             else:
                 b = _features_contiguous(b)
                 b_ptr, b_stride = b.data_ptr(), b.stride(0)
+        index = self._cuda_index
+        stream = None
         if self._zeroed is not None:
-            stream = _cuda_raw_stream(self._cuda_index)
+            stream = _cuda_raw_stream(index)
             workspace = self._zeroed.get(stream)
             if workspace is None:
                 if len(self._zeroed) >= ZEROED_WORKSPACE_STREAMS:
@@ -331,11 +338,12 @@ class Plan:
         c_ptr = c.data_ptr()
         arg_a_ptr = arg_a.data_ptr() if arg_a is not None else 0
         arg_b_ptr = arg_b.data_ptr() if arg_b is not None else 0
-        index = self._cuda_index
         # The common CUDA call launched here, without _launch's frame or a tuple of the data: on
         # a small graph each microsecond of Python is a tenth of the call.
         if index is not None and not POISON_OUTPUTS and _cuda_get_device() == index:
-            self._run_cuda_with(self._template, _cuda_raw_stream(index), a_ptr, a_stride, b_ptr, b_stride, c_ptr,
+            if stream is None:
+                stream = _cuda_raw_stream(index)
+            self._run_cuda_with(self._template, stream, a_ptr, a_stride, b_ptr, b_stride, c_ptr,
                                 arg_a_ptr, arg_b_ptr, workspace_ptr)
         else:
             _launch(self._core, self._template, outputs, index,

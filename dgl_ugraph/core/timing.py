@@ -194,7 +194,7 @@ class CudaRunner:
             raise Refused(why or f"status {status}")
         need = int(self.core.cuda_workspace_bytes(p))
         if need:
-            zeroed = int(need <= ops.ZEROED_WORKSPACE_BYTES)
+            zeroed = ops.workspace_zeroed(need)
             if need > self.capacity[zeroed]:
                 # Handles made earlier may point at the old buffer: it lives until the next batch ends.
                 self._retired.append(self.workspaces[zeroed])
