@@ -155,11 +155,11 @@ __device__ __forceinline__ void edge_row_write(const EdgeSink<Reduce, DType>& si
   using Sink = EdgeSink<Reduce, DType>;
   static_assert(kFinish || !kClear, "only the finishing pass clears the workspace");
   for (int64_t j0 = t; j0 < x.out_len; j0 += int64_t(lanes) * kRowBatch) {
+    if (kClear && !split) {  // an empty row (the clearing finish writes those, no pass ran before)
+      store_empty_batch<Reduce>(x, first, j0, lanes);
+      continue;
+    }
     if constexpr (kFinish && Sink::kPacked) {
-      if (kClear && !split) {
-        store_empty_batch<Reduce>(x, first, j0, lanes);
-        continue;
-      }
       auto* keys = static_cast<unsigned long long*>(sink.target) + first;
       unsigned long long key[kRowBatch];
 #pragma unroll
@@ -191,10 +191,6 @@ __device__ __forceinline__ void edge_row_write(const EdgeSink<Reduce, DType>& si
       }
     } else if constexpr (kFinish) {
       static_assert(Sink::kStaged, "only packed keys and the float workspace are finished");
-      if (kClear && !split) {
-        store_empty_batch<Reduce>(x, first, j0, lanes);
-        continue;
-      }
       float* staged = static_cast<float*>(sink.target) + first;
       float value[kRowBatch];
 #pragma unroll
