@@ -1,5 +1,6 @@
-"""selection/rules.py's L2 slab rule: the tiling that keeps an aggregation's gathered rows in L2,
-on the graphs it was measured on and at each of its limits."""
+"""selection/rules.py's L2 slab rule (the tiling that keeps an aggregation's gathered rows in L2,
+on the graphs it was measured on and at each of its limits) and its straggler rule (no thread
+alone on a long row)."""
 from __future__ import annotations
 
 import dataclasses
@@ -7,10 +8,11 @@ import dataclasses
 import pytest
 import torch
 
-from dgl_ugraph.core.abstraction import ParallelInfo, Signature
-from dgl_ugraph.core.graph import UGraph
+from dgl_ugraph.core import _ext
+from dgl_ugraph.core.abstraction import EVERY_CUDA_KEY, STRATEGIES, ParallelInfo, Signature
+from dgl_ugraph.core.graph import DegreeStats, UGraph
 from dgl_ugraph.selection import policy, predictor
-from dgl_ugraph.selection.rules import REUSE_MIN, SLAB_MIN_BYTES, l2_tiling
+from dgl_ugraph.selection.rules import REUSE_MIN, SLAB_MIN_BYTES, l2_tiling, steady, straggler
 
 H100_L2 = 50 * 2**20
 
@@ -63,3 +65,54 @@ def test_policy_applies_it_with_the_device_l2():
     dev = predictor.DeviceInfo("a GPU", 132, H100_L2, 9, 0)
     assert policy.with_l2_tiling(WARP_EDGE, graph, sig(), dev).tiling == 2
     assert policy.with_l2_tiling(WARP_EDGE, graph, sig(), dataclasses.replace(dev, l2_bytes=4 * H100_L2)) == WARP_EDGE
+
+
+SQUIRREL = DegreeStats(41.7, 150.0, 1_884, 0, 217_073)  # ds-squirrel's in-degrees
+
+
+def test_straggler_strikes_thread_vertex_on_a_long_row():
+    assert "1884 edges" in straggler("thread_vertex", SQUIRREL)
+    assert all(straggler(s, SQUIRREL) is None for s in STRATEGIES if s != "thread_vertex")
+    assert straggler("thread_vertex", DegreeStats(2.8, 3.4, 100, 0, 9_464)) is None  # citeseer
+    # Under 8.6M edges a thread's share counts as 32 edges: the bound is a row of 512.
+    assert straggler("thread_vertex", DegreeStats(5.0, 9.0, 512, 0, 10_000)) is None
+    assert straggler("thread_vertex", DegreeStats(5.0, 9.0, 513, 0, 10_000)) is not None
+    # 100M edges share out at 370 per resident thread.
+    assert straggler("thread_vertex", DegreeStats(10.0, 5.0, 5_000, 0, 10 ** 8)) is None
+    assert straggler("thread_vertex", DegreeStats(10.0, 5.0, 6_000, 0, 10 ** 8)) is not None
+
+
+def test_steady_keeps_a_strategy_where_it_is_the_only_one():
+    assert steady(["thread_vertex", "warp_edge"], SQUIRREL) == ["warp_edge"]
+    assert steady(["thread_vertex"], SQUIRREL) == ["thread_vertex"]
+
+
+class _SkewedCudaGraph:
+    """What policy.choose reads of a graph: one row of 2,000 edges, on a pretend CUDA device."""
+
+    def __init__(self):
+        self.num_src = self.num_dst = 4_000
+        self.num_edges, self.idtype = 6_000, torch.int32
+        self.stats = DegreeStats(1.5, 31.6, 2_000, 0, 6_000)
+        self.device = torch.device("cuda", 0)
+
+
+class _ThreadVertexFirst:
+    def choose(self, case, sig_, dev, allowed):
+        return ParallelInfo("thread_vertex", 1, 1) if "thread_vertex" in allowed else ParallelInfo(allowed[0], 4, 1)
+
+
+def test_policy_never_hands_a_straggling_row_to_one_thread(monkeypatch):
+    dev = predictor.DeviceInfo("a GPU", 132, H100_L2, 9, 0)
+    monkeypatch.setattr(_ext, "compiled_cuda_keys", lambda: EVERY_CUDA_KEY)
+    monkeypatch.setattr(predictor, "device_info", lambda device=None: dev)
+    monkeypatch.setattr(predictor, "load", lambda family: _ThreadVertexFirst())
+    monkeypatch.setattr(policy, "_failed", [])
+    monkeypatch.delenv("DGL_UGRAPH_STRATEGY", raising=False)
+    graph = _SkewedCudaGraph()
+    for s in (sig(out_len=16), sig(gather_op="max", out_len=16), sig(gather_op="none", b="dst", edge_op="add", out_len=16)):
+        assert policy.choose(graph, s).strategy != "thread_vertex"
+    monkeypatch.setattr(predictor, "load", lambda family: None)  # the heuristic
+    assert policy.choose(graph, sig(out_len=16)).strategy != "thread_vertex"
+    monkeypatch.setenv("DGL_UGRAPH_STRATEGY", "thread_vertex:1:1")  # a forced choice stands
+    assert policy.choose(graph, sig(out_len=16)) == ParallelInfo("thread_vertex", 1, 1)

@@ -9,7 +9,8 @@
 The choice of 3 or 4 then takes `rules.l2_tiling`'s tiling where an aggregation's gathered rows
 outgrow the L2 (an autotuned or forced choice is kept as it is).
 
-Always among the strategies the compiled core can run (`core.capability`). Timing is injected:
+Always among the strategies the compiled core can run (`core.capability`), and past 1, never one
+that would leave a thread alone on the graph's longest row (`rules.straggler`). Timing is injected:
 the callers hand in `core.timing.measure_on_gpu`, so choosing never runs a kernel itself.
 """
 from __future__ import annotations
@@ -29,7 +30,7 @@ from dgl_ugraph.core.graph import UGraph
 from dgl_ugraph.core.timing import measure_on_gpu
 from dgl_ugraph.selection import autotune, predictor
 from dgl_ugraph.selection.autotune import Measure
-from dgl_ugraph.selection.rules import heuristic, l2_tiling
+from dgl_ugraph.selection.rules import heuristic, l2_tiling, steady
 
 _failed: List[str] = []
 
@@ -46,6 +47,7 @@ def choose(graph: UGraph, sig: Signature, op: Optional[OpInfo] = None,
         pinfo = ParallelInfo.parse(forced)
         if pinfo.strategy in allowed:
             return pinfo
+    allowed = steady(allowed, graph.stats)
     chosen = learned(graph, sig, allowed, op, measure)
     if chosen is not None:
         return chosen

@@ -4,7 +4,7 @@ where no learned model does (`policy` decides which).
 """
 from __future__ import annotations
 
-from typing import List
+from typing import List, Optional, Sequence
 
 from dgl_ugraph.core.abstraction import DTYPE_BYTES, ParallelInfo, Signature
 from dgl_ugraph.core.graph import DegreeStats
@@ -68,6 +68,35 @@ def heuristic(sig: Signature, stats: DegreeStats, allowed: List[str]) -> Paralle
 # the lanes per team, how many teams share the edges at once.
 RESIDENT_WARPS = 132 * 32
 _SKEW = {"sum": 4.0, "mean": 4.0, "max": 10.0, "min": 10.0}
+
+# thread_vertex walks each destination row in one thread and has no heavy-row path (the warp
+# strategies' teams do: csrc/cuda/team.cuh), so a row far longer than a thread's share of the
+# edges runs alone long after the rest of the graph. Read off a five-fold cross-validation of the
+# model by graph over every collected case (bench/NOTES.md, session 21): of the 1,222 cases (43
+# graphs) whose longest row passes STRAGGLER x max(edges / RESIDENT_THREADS, 32), thread_vertex
+# was the fastest configuration in one (0.91x of it the next best there), and the model's four
+# picks of it ran 0.19-0.39x the best (fp64 max on ds-squirrel and a banded 2M-row graph), each
+# 0.99-1.0x with it struck; the same rule at 8x or 32x struck the same four.
+STRAGGLER = 16.0
+RESIDENT_THREADS = 132 * 2048
+
+
+def straggler(strategy: str, stats: DegreeStats) -> Optional[str]:
+    """Why `strategy` would leave one thread on a row far longer than the others' work, or None."""
+    if strategy != "thread_vertex":
+        return None
+    share = max(stats.edges / RESIDENT_THREADS, 32.0)
+    if stats.max > STRAGGLER * share:
+        return (f"thread_vertex walks a row in one thread: the longest row ({stats.max} edges) is over "
+                f"{STRAGGLER:g}x a thread's share ({share:.0f})")
+    return None
+
+
+def steady(allowed: Sequence[str], stats: DegreeStats) -> List[str]:
+    """`allowed` without the strategies that would straggle on this graph (`straggler`), unless
+    none would be left."""
+    kept = [s for s in allowed if straggler(s, stats) is None]
+    return kept or list(allowed)
 
 
 # The L2 slab rule's thresholds (csrc/cuda/team.cuh's tile_major_fits walks tile-major only on
