@@ -897,7 +897,7 @@ def test_cuda_runner_glue_on_a_mock_device(monkeypatch):
             assert t.ms == pytest.approx(want) and t.first_ms == pytest.approx(want)
     # Batches respect the launch limit, and the one that starved was timed again in halves.
     assert max(batches) <= 16 and runner.starved_batches == 1
-    assert runner.workspaces[1] is not None and runner.capacity == {0: 0, 1: 256}
+    assert runner.workspaces[0] is None and runner.workspaces[1].numel() == 256
     best = min((t for t in timings if t.status == "ok"), key=lambda t: t.ms)
     times = timing.measure_on_gpu(g, op, [best.config, ParallelInfo("warp_edge", 1, 1)])
     assert min(times, key=times.get) == best.config

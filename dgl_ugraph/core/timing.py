@@ -184,7 +184,6 @@ class CudaRunner:
         # uninitialized.
         self.workspaces = {0: None, 1: None}
         self._retired: list = []
-        self.capacity = {0: 0, 1: 0}
         self.starved_batches = 0
 
     def set(self, pinfo: ParallelInfo):
@@ -195,12 +194,12 @@ class CudaRunner:
         need = int(self.core.cuda_workspace_bytes(p))
         if need:
             zeroed = ops.workspace_zeroed(need)
-            if need > self.capacity[zeroed]:
+            workspace = self.workspaces[zeroed]
+            if workspace is None or need > workspace.numel():
                 # Handles made earlier may point at the old buffer: it lives until the next batch ends.
-                self._retired.append(self.workspaces[zeroed])
-                self.workspaces[zeroed], _ = ops.new_workspace(need, self.device)
-                self.capacity[zeroed] = need
-            p.workspace, p.workspace_bytes = self.workspaces[zeroed].data_ptr(), self.capacity[zeroed]
+                self._retired.append(workspace)
+                workspace = self.workspaces[zeroed] = ops.new_workspace(need, self.device)[0]
+            p.workspace, p.workspace_bytes = workspace.data_ptr(), workspace.numel()
             p.workspace_zeroed = zeroed
         return p
 
