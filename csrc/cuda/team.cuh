@@ -836,6 +836,7 @@ cudaError_t launch_vertex(const UgParams& p, const OpArgs<DType, IdType>& x, cud
     constexpr bool kGatherB = decltype(gather_b)::value;
     const bool tile_major = tile_major_fits<DType>(p);
     const Layout t = layout(p.out_len, kVec, tile_major ? p.tiling : 1);
+    cudaError_t status = cudaSuccess;  // the tensor path's setup, where it runs
     with_walk(units, p.tiling, t.slabs, t.lanes_log2, tile_major, [&](unsigned grid, auto walk) {
       using Walk = decltype(walk);
       if (p.gather_op == UG_GATHER_NONE) {
@@ -855,7 +856,10 @@ cudaError_t launch_vertex(const UgParams& p, const OpArgs<DType, IdType>& x, cud
                     <<<heavy.blocks, kBlock, heavy.shared_bytes, stream>>>(x, t.lanes_log2, t.slabs, heavy);
               }
               if constexpr (tensor::kEligible<Op, Reduce, DType, kVec, kGatherB>) {
-                if (tensor::fits(p)) return tensor::launch_vertex_sum<Op>(p, x, heavy.degree, stream);
+                if (tensor::fits(p)) {
+                  status = tensor::launch_vertex_sum<Op>(p, x, heavy.degree, stream);
+                  return;
+                }
               }
               vertex_aggregate<Op, Reduce, kVec, kGatherB, DType, IdType, Walk>
                   <<<grid, kBlock, 0, stream>>>(x, walk, p.grouping, t.lanes_log2, t.slabs, heavy.degree);
@@ -864,7 +868,7 @@ cudaError_t launch_vertex(const UgParams& p, const OpArgs<DType, IdType>& x, cud
         });
       }
     });
-    return cudaGetLastError();
+    return status != cudaSuccess ? status : cudaGetLastError();
   });
 }
 

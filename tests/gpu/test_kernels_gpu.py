@@ -384,6 +384,14 @@ def smoke(tiny: bool = False) -> int:
         if failure:
             bad += 1
             print(f"FAIL {case} {strategy}:{g}:{t} {dtype}: {failure}")
+    # The tensor-core half sums (tensor_vertex.cuh): their shared-memory ring under racecheck.
+    tensor_cases = [Case("copy_lhs", "sum", "src", "null", (128,), ()), Case("mul", "mean", "src", "edge", (64,), (1,))]
+    for case, (g, t) in itertools.product(tensor_cases, ((1, 1), (8, 5))):
+        op = make_op(case, graph, torch.float16, "cuda", gen)
+        failure = run_case(graph, op, ParallelInfo("warp_vertex", g, t), torch.float16)
+        if failure:
+            bad += 1
+            print(f"FAIL {case} warp_vertex:{g}:{t} float16: {failure}")
     print(f"smoke: {bad} failures")
     return bad
 
