@@ -20,9 +20,6 @@
 //   split. Either way every team does at most 2 * group positions however skewed the in-degrees
 //   are. Aggregation folds each run of one row into registers and flushes it through
 //   edge_aggregate.cuh: a run that holds its whole row is stored, the others combine atomically.
-// The half-precision sums and means of copy_u and of u_mul_e with a scalar weight run on tensor
-// cores instead of team_vertex's fold where the rows are whole 64-element slabs
-// (tensor_vertex.cuh); its heavy rows still take vertex_heavy_rows.
 #pragma once
 
 #include <algorithm>
@@ -34,7 +31,6 @@
 #include "edge_aggregate.cuh"
 #include "functor.cuh"
 #include "static_switch.h"
-#include "tensor_vertex.cuh"
 
 namespace ugraph {
 namespace team {
@@ -836,7 +832,6 @@ cudaError_t launch_vertex(const UgParams& p, const OpArgs<DType, IdType>& x, cud
     constexpr bool kGatherB = decltype(gather_b)::value;
     const bool tile_major = tile_major_fits<DType>(p);
     const Layout t = layout(p.out_len, kVec, tile_major ? p.tiling : 1);
-    cudaError_t status = cudaSuccess;  // the tensor path's setup, where it runs
     with_walk(units, p.tiling, t.slabs, t.lanes_log2, tile_major, [&](unsigned grid, auto walk) {
       using Walk = decltype(walk);
       if (p.gather_op == UG_GATHER_NONE) {
@@ -855,12 +850,6 @@ cudaError_t launch_vertex(const UgParams& p, const OpArgs<DType, IdType>& x, cud
                 vertex_heavy_rows<Op, Reduce, kVec, kGatherB, DType, IdType>
                     <<<heavy.blocks, kBlock, heavy.shared_bytes, stream>>>(x, t.lanes_log2, t.slabs, heavy);
               }
-              if constexpr (tensor::kEligible<Op, Reduce, DType, kVec, kGatherB>) {
-                if (tensor::fits(p)) {
-                  status = tensor::launch_vertex_sum<Op>(p, x, heavy.degree, stream);
-                  return;
-                }
-              }
               vertex_aggregate<Op, Reduce, kVec, kGatherB, DType, IdType, Walk>
                   <<<grid, kBlock, 0, stream>>>(x, walk, p.grouping, t.lanes_log2, t.slabs, heavy.degree);
             }
@@ -868,7 +857,7 @@ cudaError_t launch_vertex(const UgParams& p, const OpArgs<DType, IdType>& x, cud
         });
       }
     });
-    return status != cudaSuccess ? status : cudaGetLastError();
+    return cudaGetLastError();
   });
 }
 

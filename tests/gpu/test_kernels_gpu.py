@@ -6,10 +6,8 @@ between two runs beyond rounding is a race. Run on the device: `python -m pytest
 """
 from __future__ import annotations
 
-import dataclasses
 import itertools
 import pathlib
-import re
 import sys
 
 import pytest
@@ -273,97 +271,6 @@ def test_heavy_rows_match_their_teams(dtype, idtype):
     assert not failures, f"{len(failures)} failed:\n" + "\n".join(failures[:40])
 
 
-def _tensor_graph(idtype):
-    """301 destination rows (the last block of 8 partial) of 0 to 20 positions, and rows of 6,000,
-    700, 64 and 33 (the first two heavy at grouping 1) in shuffled places; edge ids shuffled."""
-    g = torch.Generator().manual_seed(13)
-    n_src, n_dst = 400, 301
-    long = torch.tensor([6000, 700, 64, 33])
-    degrees = torch.cat([long, torch.randint(0, 21, (n_dst - long.numel(),), generator=g)])
-    degrees = degrees[torch.randperm(n_dst, generator=g)]
-    dst = torch.repeat_interleave(torch.arange(n_dst), degrees)
-    src = torch.randint(0, n_src, (dst.numel(),), generator=g)
-    perm = torch.randperm(dst.numel(), generator=g)
-    return UGraph.from_coo(src[perm], dst[perm], n_src, n_dst, idtype).to("cuda"), g
-
-
-def _tensor_ops(graph, width, dtype, g):
-    """copy_u, copy_e and u_mul_e with a scalar weight typed edge, src or dst: every op the tensor
-    path takes, sum and mean."""
-    x = torch.randn(graph.num_src, width, generator=g).to(dtype).cuda()
-    xe = torch.randn(graph.num_edges, width, generator=g).to(dtype).cuda()
-    weights = {t: torch.randn(graph.rows(t), 1, generator=g).to(dtype).cuda() for t in ("edge", "src", "dst")}
-    for gather in ("sum", "mean"):
-        yield OpInfo("copy_lhs", gather, x, "src", None, "null", "dst")
-        yield OpInfo("copy_lhs", gather, xe, "edge", None, "null", "dst")
-        for t, w in weights.items():
-            yield OpInfo("mul", gather, x, "src", w, t, "dst")
-
-
-def _ran_tensor_kernel(graph, op, pinfo) -> bool:
-    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
-        ugrapher(graph, op, pinfo)
-        torch.cuda.synchronize()
-    return any(re.search(r"tensor.*vertex_sum", e.name) for e in prof.events())
-
-
-@pytest.mark.parametrize("idtype", (torch.int32, torch.int64), ids=("i32", "i64"))
-@pytest.mark.parametrize("dtype", (torch.float16, torch.bfloat16), ids=("float16", "bfloat16"))
-def test_tensor_core_sums(dtype, idtype):
-    """warp_vertex's half sums on tensor cores (tensor_vertex.cuh) against the oracle: every op it
-    takes, widths of 1, 2 and 4 slabs of 64, each (grouping, tiling) sample, on rows of 0 to 6,000
-    positions (the heavy ones on vertex_heavy_rows). The kernel that runs them must be the tensor
-    one, and a width that is not whole slabs must not reach it."""
-    if ("warp_vertex", DTYPE_NAMES[dtype]) not in _ext.compiled_cuda_keys():
-        pytest.skip(f"warp_vertex/{DTYPE_NAMES[dtype]} not compiled")
-    graph, g = _tensor_graph(idtype)
-    failures, ran = [], 0
-    for width in (64, 128, 256):
-        for op in _tensor_ops(graph, width, dtype, g):
-            for grouping, tiling in ((1, 1), (4, 2), (16, 3), (64, 64)):
-                failure = run_case(graph, op, ParallelInfo("warp_vertex", grouping, tiling), dtype)
-                ran += 1
-                if failure:
-                    failures.append(f"{op.edge_op}-{op.gather_op} {op.A_type}x{op.B_type} F={width} "
-                                    f"{grouping}:{tiling}: {failure}")
-    assert not failures, f"{len(failures)} of {ran} failed:\n" + "\n".join(failures[:40])
-    x = torch.randn(graph.num_src, 64, generator=g).to(dtype).cuda()
-    assert _ran_tensor_kernel(graph, OpInfo("copy_lhs", "sum", x, "src", None, "null", "dst"),
-                              ParallelInfo("warp_vertex", 1, 1))
-    x = torch.randn(graph.num_src, 96, generator=g).to(dtype).cuda()
-    assert not _ran_tensor_kernel(graph, OpInfo("copy_lhs", "sum", x, "src", None, "null", "dst"),
-                                  ParallelInfo("warp_vertex", 1, 1))
-
-
-@pytest.mark.parametrize("dtype", (torch.float16, torch.bfloat16), ids=("float16", "bfloat16"))
-def test_tensor_core_sums_non_finite(dtype):
-    """On tensor cores a position's zero weight in the other rows' columns multiplies its values,
-    so an Inf or NaN there would turn the whole block of rows to NaN; those elements are summed
-    again on their own. Inf in some source rows (+Inf and -Inf: a row that gets both is NaN), NaN
-    in one, an Inf weight: every element equals the oracle's, NaN for NaN and Inf for Inf."""
-    graph, g = _tensor_graph(torch.int32)
-    failures = []
-    for op in _tensor_ops(graph, 128, dtype, g):
-        a = op.A.clone()
-        a[5], a[9, :64], a[13, 7] = float("inf"), float("-inf"), float("nan")
-        b = op.B
-        if b is not None:
-            b = b.clone()
-            b[3] = float("inf")
-        op = dataclasses.replace(op, A=a, B=b)
-        ref = reference(graph, op)[0]
-        for pinfo in (ParallelInfo("warp_vertex", 1, 1), ParallelInfo("warp_vertex", 4, 2)):
-            out = ugrapher(graph, op, pinfo)[0].double()
-            name = f"{op.edge_op}-{op.gather_op} {op.A_type}x{op.B_type} {pinfo}"
-            finite = torch.isfinite(ref)
-            if not (torch.equal(torch.isnan(out), torch.isnan(ref)) and torch.equal(out[torch.isinf(ref)], ref[torch.isinf(ref)])):
-                failures.append(f"{name}: non-finite elements differ")
-            elif not torch.allclose(out[finite], ref[finite], rtol=RTOL[dtype], atol=RTOL[dtype] * max(ref[finite].abs().max().item(), 1.0)):
-                failures.append(f"{name}: finite elements differ")
-        assert bool((~torch.isfinite(ref)).any()), "the case must have non-finite results"
-    assert not failures, "\n".join(failures)
-
-
 def smoke(tiny: bool = False) -> int:
     """A handful of cases for compute-sanitizer (memcheck, racecheck), which slows every launch
     a hundredfold: each strategy on copy, mul and dot, every gather, two (g, t)."""
@@ -384,14 +291,6 @@ def smoke(tiny: bool = False) -> int:
         if failure:
             bad += 1
             print(f"FAIL {case} {strategy}:{g}:{t} {dtype}: {failure}")
-    # The tensor-core half sums (tensor_vertex.cuh): their shared-memory ring under racecheck.
-    tensor_cases = [Case("copy_lhs", "sum", "src", "null", (128,), ()), Case("mul", "mean", "src", "edge", (64,), (1,))]
-    for case, (g, t) in itertools.product(tensor_cases, ((1, 1), (8, 5))):
-        op = make_op(case, graph, torch.float16, "cuda", gen)
-        failure = run_case(graph, op, ParallelInfo("warp_vertex", g, t), torch.float16)
-        if failure:
-            bad += 1
-            print(f"FAIL {case} warp_vertex:{g}:{t} float16: {failure}")
     print(f"smoke: {bad} failures")
     return bad
 
