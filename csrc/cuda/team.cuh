@@ -373,23 +373,6 @@ bool tile_major_fits(const UgParams& p) {
 __device__ __forceinline__ int team_lane(int lanes_log2) { return threadIdx.x & ((1 << lanes_log2) - 1); }
 __device__ __forceinline__ int64_t team_index(int lanes_log2) { return global_thread() >> lanes_log2; }
 
-// Blocks per SM that the half-precision sums' folds are held to. A half lane folds 8 elements
-// where a float lane folds 4, and converts each: 48 registers on warp_vertex (5 blocks of 8 warps
-// an SM) and 52 on warp_edge (4) where float32 takes 40 and 46, and on the L2-resident graphs at
-// F = 64 the float16 fold ran at 54% achieved occupancy against float32's 66% (session 23,
-// Nsight Compute on DD). Held to 40 and 48 registers, these instantiations still spill nothing
-// (32-bit graphs, 16-byte vectors, copy_u or a gathered B but division); the rest keep
-// kMinBlocks.
-#ifndef UGRAPH_HALF_SUM_BLOCKS
-#define UGRAPH_HALF_SUM_BLOCKS 1
-#endif
-template <typename Op, typename Reduce, int kVec, bool kGatherB, typename DType, typename IdType, bool kVertex>
-constexpr int kHalfSumBlocks =
-    UGRAPH_HALF_SUM_BLOCKS && is_half_v<DType> && std::is_same_v<Reduce, reduce::Sum<DType>> && kVec == kVecOf<DType> &&
-            sizeof(IdType) == 4 && (!Op::use_rhs || kGatherB) && !std::is_same_v<Op, binary::Div<DType>>
-        ? (kVertex ? 6 : 5)
-        : kMinBlocks;
-
 // Heavy rows of team_vertex aggregation. A team folds its rows one after another, each a chain
 // of dependent loads kInFlight positions long, so a row many times longer than the others holds
 // up its warp and, on a skewed graph, the whole kernel: a hub row of 1,600 edges is 400 round
@@ -570,7 +553,7 @@ __global__ void __launch_bounds__(kBlock, kMinBlocks)
 }
 
 template <typename Op, typename Reduce, int kVec, bool kGatherB, typename DType, typename IdType, typename Walk>
-__global__ void __launch_bounds__(kBlock, (kHalfSumBlocks<Op, Reduce, kVec, kGatherB, DType, IdType, true>))
+__global__ void __launch_bounds__(kBlock, kMinBlocks)
     vertex_aggregate(const OpArgs<DType, IdType> x, const Walk walk, const int group, const int lanes_log2,
                      const int64_t slabs, const int64_t heavy_degree) {
   const Topology<IdType>& g = x.graph;
@@ -602,7 +585,7 @@ __global__ void __launch_bounds__(kBlock, (kHalfSumBlocks<Op, Reduce, kVec, kGat
 }
 
 template <typename Op, typename Reduce, int kVec, bool kGatherB, typename DType, typename IdType, typename Walk>
-__global__ void __launch_bounds__(kBlock, (kHalfSumBlocks<Op, Reduce, kVec, kGatherB, DType, IdType, false>))
+__global__ void __launch_bounds__(kBlock, kMinBlocks)
     edge_aggregate(const OpArgs<DType, IdType> x, const Walk walk, const int group, const int lanes_log2,
                    const int64_t slabs, const EdgeSink<Reduce, DType> sink) {
   using Sink = EdgeSink<Reduce, DType>;
