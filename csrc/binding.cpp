@@ -12,6 +12,9 @@
 #include "common/validate.h"
 #include "forest.h"
 #include "cpu/softmax.h"
+#ifdef UGRAPH_WITH_CUDA
+#include "cuda/softmax.h"
+#endif
 #include "ugraph/api.h"
 #include "ugraph/capability.h"
 
@@ -24,6 +27,13 @@ void def_ptr(py::class_<UgParams>& cls, const char* name, T* UgParams::*member) 
   cls.def_property(
       name, [member](const UgParams& p) { return reinterpret_cast<uintptr_t>(p.*member); },
       [member](UgParams& p, uintptr_t v) { p.*member = reinterpret_cast<T*>(v); });
+}
+
+UgSoftmaxParams softmax_params(int64_t num_dst, int64_t num_edges, int32_t index_bits, uintptr_t indptr,
+                               uintptr_t eid, int32_t dtype, int64_t len, uintptr_t x, uintptr_t y, uintptr_t out) {
+  return UgSoftmaxParams{num_dst, num_edges, index_bits, reinterpret_cast<const void*>(indptr),
+                         reinterpret_cast<const void*>(eid), dtype, len, reinterpret_cast<const void*>(x),
+                         reinterpret_cast<const void*>(y), reinterpret_cast<void*>(out)};
 }
 
 void raise_on(int status, const char* what, const char* detail) {
@@ -238,9 +248,7 @@ PYBIND11_MODULE(_C, m) {
   m.def("edge_softmax_cpu", [](bool backward, int64_t num_dst, int64_t num_edges, int32_t index_bits,
                                uintptr_t indptr, uintptr_t eid, int32_t dtype, int64_t len, uintptr_t x,
                                uintptr_t y, uintptr_t out) {
-    const UgSoftmaxParams p{num_dst, num_edges, index_bits, reinterpret_cast<const void*>(indptr),
-                            reinterpret_cast<const void*>(eid), dtype, len, reinterpret_cast<const void*>(x),
-                            reinterpret_cast<const void*>(y), reinterpret_cast<void*>(out)};
+    const UgSoftmaxParams p = softmax_params(num_dst, num_edges, index_bits, indptr, eid, dtype, len, x, y, out);
     int status;
     {
       py::gil_scoped_release nogil;
@@ -250,6 +258,15 @@ PYBIND11_MODULE(_C, m) {
   });
 
 #ifdef UGRAPH_WITH_CUDA
+  // The same on CUDA (csrc/cuda/softmax.h), queued on `stream`; every address is device memory.
+  m.def("edge_softmax_cuda", [](bool backward, int64_t num_dst, int64_t num_edges, int32_t index_bits,
+                                uintptr_t indptr, uintptr_t eid, int32_t dtype, int64_t len, uintptr_t x,
+                                uintptr_t y, uintptr_t out, uintptr_t stream) {
+    const UgSoftmaxParams p = softmax_params(num_dst, num_edges, index_bits, indptr, eid, dtype, len, x, y, out);
+    void* s = reinterpret_cast<void*>(stream);
+    const int status = backward ? ug_cuda_edge_softmax_backward(&p, s) : ug_cuda_edge_softmax_forward(&p, s);
+    raise_on(status, "ug_cuda_edge_softmax", status == UG_OK ? "" : ug_cuda_last_error());
+  });
   m.def("run_cuda", [](const UgParams& p, uintptr_t stream) {
     int status = ug_cuda_run(&p, reinterpret_cast<void*>(stream));
     raise_on(status, "ug_cuda_run", status == UG_OK ? "" : ug_cuda_last_error());

@@ -1,5 +1,5 @@
-"""Hash of everything a libugraph_cuda.so is built from: the CUDA sources, the shared headers,
-the host code both cores share (csrc/common) and the build switches. CMake embeds it into the library; `--of-library` reads it back.
+"""Hash of everything a libugraph_cuda.so is built from: the CUDA sources, the shared headers (and
+CUDA_EXTRA), the host code both cores share (csrc/common) and the build switches. CMake embeds it into the library; `--of-library` reads it back.
 
 `--cpu`: the same for the CPU core's static library, libugraph_cpu.a (csrc/cpu, the shared
 headers, csrc/common and CMakeLists.txt, which holds its flags); CMake embeds it as the string
@@ -23,9 +23,17 @@ def _hash_files(h, folders) -> None:
             h.update(f.read_bytes())
 
 
+# Files outside those folders that the CUDA library is built from: the edge softmax's params
+# struct, which both cores take (csrc/cuda/softmax.h includes it).
+CUDA_EXTRA = ("cpu/softmax.h",)
+
+
 def source_hash(archs: str, strategies: str, dtypes: str) -> str:
     h = hashlib.sha256()
     _hash_files(h, ("cuda", "include", "common"))
+    for name in CUDA_EXTRA:
+        h.update(name.encode())
+        h.update((CSRC / name).read_bytes())
     h.update(f"{archs}|{strategies}|{dtypes}".encode())
     return h.hexdigest()[:16]
 

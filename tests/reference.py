@@ -112,3 +112,45 @@ def reference(graph: UGraph, op: OpInfo):
     arg_b = arg(op.B_type) if uses_rhs(op.edge_op) else None
     return (value.reshape(shape), None if arg_a is None else arg_a.reshape(shape),
             None if arg_b is None else arg_b.reshape(shape))
+
+
+# ---- the edge softmax -------------------------------------------------------------------------
+
+def hub_graph(idtype, seed=0, nodes=300, edges=3000, identity_eids=False) -> UGraph:
+    """Isolated rows (the last 5 destinations), self-loops, multi-edges and one row holding a
+    third of all edges; edge ids a random permutation of CSC positions unless identity_eids."""
+    gen = torch.Generator().manual_seed(seed)
+    src = torch.randint(0, nodes, (edges,), generator=gen)
+    dst = torch.randint(0, nodes - 5, (edges,), generator=gen)
+    dst[: edges // 3] = 7
+    if identity_eids:
+        order = torch.sort(dst, stable=True).indices
+        src, dst = src[order], dst[order]
+    g = UGraph.from_coo(src, dst, nodes, nodes, idtype)
+    return UGraph(g.num_src, g.num_dst, g.indptr, g.col, g.row, None) if identity_eids else g
+
+
+def softmax_oracle(graph: UGraph, x: torch.Tensor, y=None) -> torch.Tensor:
+    """Edge softmax over each destination's in-edges (or its gradient: x the output, y = x *
+    output gradient), in float64 on x's device."""
+    dev = x.device
+    eid = graph.eid.long() if graph.eid is not None else torch.arange(graph.num_edges, device=dev)
+    dst = torch.empty(graph.num_edges, dtype=torch.long, device=dev)
+    dst[eid] = graph.row.long()
+    flat = x.double().reshape(graph.num_edges, -1)
+    index = dst[:, None].expand_as(flat)
+    if y is None:
+        m = torch.full((graph.num_dst, flat.shape[1]), -torch.inf, dtype=torch.float64, device=dev)
+        m = m.scatter_reduce(0, index, flat, "amax")
+        z = torch.exp(flat - m[dst])
+        s = torch.zeros(m.shape, dtype=torch.float64, device=dev).index_add(0, dst, z)
+        return (z / s[dst]).reshape(x.shape)
+    yf = y.double().reshape(flat.shape)
+    s = torch.zeros((graph.num_dst, flat.shape[1]), dtype=torch.float64, device=dev).index_add(0, dst, yf)
+    return (yf - s[dst] * flat).reshape(x.shape)
+
+
+def softmax_scores(graph: UGraph, shape, dtype, seed=1) -> torch.Tensor:
+    """Edge scores within +-12, on the CPU."""
+    gen = torch.Generator().manual_seed(seed)
+    return (torch.rand((graph.num_edges,) + tuple(shape), generator=gen, dtype=torch.float64) * 24 - 12).to(dtype)

@@ -43,6 +43,25 @@ def test_import_enables_and_disable_restores_dgl_objects(restore_state):
         assert getattr(sparse, name) is dgl_own(name)
 
 
+def test_edge_softmax_above_edgesoftmax_is_routed_and_restored(restore_state):
+    """dgl.ops.edge_softmax's backend function: dgl_ugraph's while enabled (CUDA tensors run its
+    fused kernel), DGL's own after disable(); a CPU tensor goes through DGL's function, whose
+    EdgeSoftmax reaches the fused CPU kernel."""
+    module = sys.modules["dgl.ops.edge_softmax"]
+    own = dgl.backend.edge_softmax
+    dgl_ugraph.enable()
+    assert module.edge_softmax_internal is interception._edge_softmax
+    g = dgl.graph((torch.tensor([0, 1, 2, 2]), torch.tensor([1, 2, 0, 1])))
+    x = torch.randn(4, 2)
+    calls = dgl_ugraph.stats()["patterns"].get("edge_softmax_forward", {"intercepted": 0})["intercepted"]
+    ours = dgl.ops.edge_softmax(g, x)
+    assert dgl_ugraph.stats()["patterns"]["edge_softmax_forward"]["intercepted"] == calls + 1
+    assert "edge_softmax" not in dgl_ugraph.stats()["patterns"]  # the CUDA pattern: no CPU call counts
+    dgl_ugraph.disable()
+    assert module.edge_softmax_internal is own
+    torch.testing.assert_close(ours, dgl.ops.edge_softmax(g, x))
+
+
 def test_disabled_context_restores_previous_state(restore_state):
     dgl_ugraph.enable()
     with dgl_ugraph.disabled():

@@ -19,6 +19,7 @@ from dgl_ugraph.dgl import interception
 from dgl_ugraph.core import _ext
 from dgl_ugraph.core.ops import edge_softmax
 from tests.dgl_errors import same_error
+from tests.reference import hub_graph, softmax_oracle as oracle, softmax_scores as scores
 from tests.test_core_cpu import omp_threads
 
 pytestmark = pytest.mark.skipif(_ext.LOAD_ERROR is not None, reason=str(_ext.LOAD_ERROR))
@@ -35,43 +36,6 @@ TOL = {torch.float64: (1e-12, 1e-14), torch.float32: (1e-5, 1e-6), torch.float16
 
 def dname(dtype) -> str:
     return str(dtype).replace("torch.", "")
-
-
-def hub_graph(idtype, seed=0, nodes=300, edges=3000, identity_eids=False) -> UGraph:
-    """Isolated rows (the last 5 destinations), self-loops, multi-edges and one row holding a
-    third of all edges; edge ids a random permutation of CSC positions unless identity_eids."""
-    gen = torch.Generator().manual_seed(seed)
-    src = torch.randint(0, nodes, (edges,), generator=gen)
-    dst = torch.randint(0, nodes - 5, (edges,), generator=gen)
-    dst[: edges // 3] = 7
-    if identity_eids:
-        order = torch.sort(dst, stable=True).indices
-        src, dst = src[order], dst[order]
-    g = UGraph.from_coo(src, dst, nodes, nodes, idtype)
-    return UGraph(g.num_src, g.num_dst, g.indptr, g.col, g.row, None) if identity_eids else g
-
-
-def oracle(graph: UGraph, x: torch.Tensor, y=None) -> torch.Tensor:
-    """Softmax over each destination's in-edges (or its gradient), in float64."""
-    eid = graph.eid.long() if graph.eid is not None else torch.arange(graph.num_edges)
-    dst = torch.empty(graph.num_edges, dtype=torch.long)
-    dst[eid] = graph.row.long()
-    flat = x.double().reshape(graph.num_edges, -1)
-    index = dst[:, None].expand_as(flat)
-    if y is None:
-        m = torch.full((graph.num_dst, flat.shape[1]), -torch.inf, dtype=torch.float64)
-        m = m.scatter_reduce(0, index, flat, "amax")
-        z = torch.exp(flat - m[dst])
-        s = torch.zeros(m.shape, dtype=torch.float64).index_add(0, dst, z)
-        return (z / s[dst]).reshape(x.shape)
-    yf = y.double().reshape(flat.shape)
-    s = torch.zeros((graph.num_dst, flat.shape[1]), dtype=torch.float64).index_add(0, dst, yf)
-    return (yf - s[dst] * flat).reshape(x.shape)
-
-
-def scores(graph, shape, dtype, seed=1):
-    gen = torch.Generator().manual_seed(seed)
-    return (torch.rand((graph.num_edges,) + tuple(shape), generator=gen, dtype=torch.float64) * 24 - 12).to(dtype)
 
 
 def close(got, want, dtype):

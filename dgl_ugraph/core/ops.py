@@ -360,13 +360,16 @@ def _features_contiguous(t: torch.Tensor) -> torch.Tensor:
 
 
 def edge_softmax(graph: UGraph, x: torch.Tensor, y: Optional[torch.Tensor] = None) -> torch.Tensor:
-    """The fused CPU edge softmax over each destination's in-edges (csrc/cpu/softmax.h).
+    """The fused edge softmax over each destination's in-edges: csrc/cpu/softmax.h on CPU,
+    csrc/cuda/softmax.h on CUDA (queued on the current stream of the graph's device).
 
     Forward (y None): x holds the scores, one row per edge id, any feature shape. Backward: x is
     the forward's output and y = x * (output gradient); returns y - sum(y) * x, the sum over
-    each destination's in-edges. Float32 and float64 give the values of DGL's CPU kernels."""
-    if graph.device.type != "cpu":
-        raise ValueError(f"the fused edge softmax runs on CPU, the graph is on {graph.device}")
+    each destination's in-edges. On CPU, float32 and float64 give the values of DGL's CPU
+    kernels; on CUDA, DGL's CUDA operations computed in float (float64 for float64) and rounded
+    once."""
+    if graph.device.type not in ("cpu", "cuda"):
+        raise ValueError(f"the fused edge softmax runs on CPU and CUDA, the graph is on {graph.device}")
     if x.dtype not in DTYPE_CODES:
         raise TypeError(f"features must be float32, float64, float16 or bfloat16, got {x.dtype}")
     for name, t in (("x", x), ("y", y)):
@@ -377,11 +380,28 @@ def edge_softmax(graph: UGraph, x: torch.Tensor, y: Optional[torch.Tensor] = Non
                              f"{t.dtype} {tuple(t.shape)} on {t.device}")
         if t.dim() < 1 or t.shape[0] != graph.num_edges:
             raise ValueError(f"{name} needs {graph.num_edges} edge rows, got shape {tuple(t.shape)}")
+    core = _ext.core()
+    cuda_index = _cuda_index(graph.device)
+    if cuda_index is not None and not hasattr(core, "edge_softmax_cuda"):
+        raise RuntimeError("this build of dgl_ugraph has no CUDA core (built with UGRAPH_CUDA=OFF)")
     x = x.contiguous()
     y = y.contiguous() if y is not None else None
     out = torch.empty_like(x, memory_format=torch.contiguous_format)
     if out.numel() == 0:
         return out
+    if POISON_OUTPUTS:
+        out.fill_(float("nan"))
+    args = (y is not None, graph.num_dst, graph.num_edges, 32 if graph.idtype == torch.int32 else 64,
+            graph.indptr.data_ptr(), graph.eid.data_ptr() if graph.eid is not None else 0, DTYPE_CODES[x.dtype],
+            out.numel() // graph.num_edges, x.data_ptr(), y.data_ptr() if y is not None else 0, out.data_ptr())
+    if cuda_index is None:
+        core.edge_softmax_cpu(*args)
+    elif _cuda_get_device() == cuda_index:
+        core.edge_softmax_cuda(*args, _cuda_raw_stream(cuda_index))
+    else:
+        with torch.cuda.device(cuda_index):
+            core.edge_softmax_cuda(*args, _cuda_raw_stream(cuda_index))
+    return out
     if POISON_OUTPUTS:
         out.fill_(float("nan"))
     _ext.core().edge_softmax_cpu(y is not None, graph.num_dst, graph.num_edges,

@@ -31,7 +31,8 @@ import torch
 
 from dgl_ugraph.core.ops import Plan, edge_softmax
 from dgl_ugraph.dgl import degrees, indexes, mean, patterns
-from dgl_ugraph.dgl.recognition import Decision, after_failure, count_fallback, decision_for, make_op_info, meta
+from dgl_ugraph.dgl.recognition import (Decision, after_failure, count_fallback, decision_for, make_op_info, meta,
+                                        warn_once)
 from dgl_ugraph.dgl.stats import DGL, record, set_enabled
 
 # The DGL releases whose dgl.backend.pytorch.sparse binds these names with these signatures.
@@ -111,6 +112,7 @@ def enable():
                 _dgl[name] = current
         for name in present:
             setattr(sparse, name, _REPLACEMENTS[name])
+        _enable_cuda_softmax()
         degrees.enable()
         indexes.enable()
         mean.enable()
@@ -132,6 +134,7 @@ def disable():
             else:
                 warnings.warn(f"dgl.backend.pytorch.sparse.{name} was replaced again after dgl_ugraph; "
                               "leaving that replacement in place", RuntimeWarning, stacklevel=2)
+        _disable_cuda_softmax()
         degrees.disable()
         indexes.disable()
         mean.disable()
@@ -352,6 +355,94 @@ def _edge_softmax_forward(gidx, e, op):
 def _edge_softmax_backward(gidx, out, sds):
     return _route(gidx, ("edge_softmax", "edge_softmax_backward", meta(out), meta(sds)), None, out, sds,
                   _run_softmax, lambda: _dgl["_edge_softmax_backward"](gidx, out, sds))
+
+
+# ---- edge softmax on CUDA ------------------------------------------------------------------------
+# dgl.ops.edge_softmax (which dgl.nn.functional.edge_softmax and the attention convs call) reaches
+# DGL's backend edge_softmax through its module global `edge_softmax_internal`, bound at import.
+# Its replacement runs a CUDA softmax over all edges as dgl_ugraph's fused kernels (one forward,
+# one backward) inside an autograd function of its own, where DGL's EdgeSoftmax makes five
+# generalized calls forward and two backward. CPU tensors keep DGL's function (its EdgeSoftmax
+# reaches the fused CPU kernel above), and so do an edge subset (eids: a new graph per call),
+# autocast (DGL casts the scores first) and what recognition refuses.
+_SOFTMAX_MODULE = "dgl.ops.edge_softmax"
+_SOFTMAX_SIGNATURE = ("gidx", "logits", "eids", "norm_by")
+_softmax_own = {}  # DGL's edge_softmax_internal and dgl.base.is_all, captured by enable()
+
+
+class _FusedEdgeSoftmax(torch.autograd.Function):
+    """The softmax over each destination's in-edges, forward and backward on the fused kernel;
+    a backward whose kernel fails computes DGL's gradient with DGL's calls, with one warning."""
+
+    @staticmethod
+    def forward(ctx, logits, graph, gidx):
+        out = edge_softmax(graph, logits)
+        ctx.graph, ctx.gidx = graph, gidx
+        ctx.save_for_backward(out)
+        return out
+
+    @staticmethod
+    def backward(ctx, grad_out):
+        (out,) = ctx.saved_tensors
+        sds = out * grad_out  # as DGL's EdgeSoftmax.backward
+        try:
+            grad = edge_softmax(ctx.graph, out, sds)
+        except Exception as exc:  # never the reason a run breaks: DGL's calls compute it instead
+            warn_once(("softmax backward", type(exc).__name__),
+                      f"dgl_ugraph: the fused CUDA edge softmax's backward failed ({type(exc).__name__}: {exc}); "
+                      "DGL's calls compute it")
+            from dgl.backend.pytorch import sparse
+            grad = sds - sparse.gsddmm(ctx.gidx, "mul", out, sparse.gspmm(ctx.gidx, "copy_rhs", "sum", None, sds),
+                                       "e", "v")
+        return grad, None, None
+
+
+def _edge_softmax(gidx, logits, eids=None, norm_by="dst"):
+    own, is_all = _softmax_own["edge_softmax_internal"], _softmax_own["is_all"]
+    if eids is None:
+        eids = _softmax_own["ALL"]
+    native = lambda: own(gidx, logits, eids, norm_by)  # noqa: E731
+    if not isinstance(logits, torch.Tensor) or not logits.is_cuda:
+        return native()
+    key = "edge_softmax"
+    reason = ("an edge subset (eids): DGL's edge_subgraph makes a new graph per call" if not is_all(eids) else
+              "autocast: DGL casts the scores before its softmax" if torch.is_autocast_enabled() else
+              f"norm_by={norm_by!r} (DGL decides)" if norm_by not in ("dst", "src") else None)
+    if reason is not None:
+        count_fallback(key, reason, logits, None, gidx)
+        return native()
+    # As DGL's EdgeSoftmax: a softmax over each source's out-edges is the reverse graph's over
+    # its destinations' in-edges (the reverse index, cached per graph by `indexes`).
+    rows = gidx.reverse() if norm_by == "src" else gidx
+    return _route(rows, ("edge_softmax", key, meta(logits)), None, logits, None,
+                  lambda d, entry, x, y: _FusedEdgeSoftmax.apply(x, entry.ugraph, rows), native)
+
+
+def _enable_cuda_softmax():
+    """Routes dgl.ops.edge_softmax's backend call through `_edge_softmax`; a DGL whose function has
+    another signature keeps its own (with a warning), the kernels being rerouted all the same."""
+    import importlib
+
+    from dgl.base import ALL, is_all
+
+    module = importlib.import_module(_SOFTMAX_MODULE)
+    own = getattr(module, "edge_softmax_internal", None)
+    if own is None or own is _edge_softmax:
+        return
+    if tuple(inspect.signature(own).parameters) != _SOFTMAX_SIGNATURE:
+        warnings.warn(f"{_SOFTMAX_MODULE}.edge_softmax_internal is not the expected edge_softmax{_SOFTMAX_SIGNATURE}: "
+                      "DGL's CUDA edge softmax runs as its five calls", RuntimeWarning, stacklevel=3)
+        return
+    _softmax_own.update(edge_softmax_internal=own, is_all=is_all, ALL=ALL)
+    module.edge_softmax_internal = _edge_softmax
+
+
+def _disable_cuda_softmax():
+    import importlib
+
+    module = importlib.import_module(_SOFTMAX_MODULE)
+    if "edge_softmax_internal" in _softmax_own and module.edge_softmax_internal is _edge_softmax:
+        module.edge_softmax_internal = _softmax_own["edge_softmax_internal"]
 
 
 _REPLACEMENTS = {"_gspmm": _gspmm, "_gsddmm": _gsddmm, "_gspmm_hetero": _gspmm_hetero,

@@ -130,7 +130,8 @@ def markdown_table() -> str:
         lines.append(f"| `{call}:{ops}:{reduce}:{lhs}:{rhs}` | ({edge_ops}, {gathers}, {rows[0].A_type}, "
                      f"{rows[0].B_type}, {rows[0].C_type}) | {reached_by} |")
     for name, row in fused().items():
-        reached = [b[len("dgl.ops."):] for b, entry in builtins.items() if name in entry.get("cpu_calls", [])]
+        reached = [b[len("dgl.ops."):] for b, entry in builtins.items()
+                   if name in entry.get(f"{row['device']}_calls", [])]
         reached_by = ", ".join(reached) + f" on {row['device'].upper()}" if reached else \
             f"backward passes on {row['device'].upper()}"
         lines.append(f"| `{name}` ({row['device'].upper()}) | {row['kernel']} | {reached_by} |")

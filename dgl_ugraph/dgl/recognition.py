@@ -34,7 +34,7 @@ _warned = set()
 _failed = {}  # (pattern, signature) -> reason: signatures whose kernel raised, run on DGL from then on
 
 
-def _warn_once(key, message: str):
+def warn_once(key, message: str):
     if key not in _warned:
         _warned.add(key)
         warnings.warn(message, UGraphFallbackWarning, stacklevel=4)
@@ -150,7 +150,7 @@ def _refusal(key: str, sig, reason) -> Optional[Decision]:
         reason = _failed[(key, sig)]
     if reason is None and _ext._C is None:
         reason = _ext.LOAD_ERROR
-        _warn_once("core", f"dgl_ugraph: {reason}; DGL's own kernels run every call")
+        warn_once("core", f"dgl_ugraph: {reason}; DGL's own kernels run every call")
     if reason is None:
         return None
     d = Decision(record(key, sig, DGL, reason))
@@ -203,7 +203,7 @@ def after_failure(entry, sig_key, decision: Decision, exc: Exception) -> Decisio
         # One warning per kind of failure, not per signature: a core that fails (say, out of
         # memory) fails every signature of a model, and the user needs to hear it once. Each
         # signature's reason is in stats().
-        _warn_once(("kernel", type(exc).__name__),
+        warn_once(("kernel", type(exc).__name__),
                    f"dgl_ugraph: {key} {sig}: {reason}; DGL's own kernels run it from now on (further "
                    f"{type(exc).__name__} failures go to dgl_ugraph.stats() without a warning)")
     fallback = Decision(record(key, sig, DGL, _failed[decision.failure_key]))
@@ -263,35 +263,41 @@ def decision_for(gidx, sig_key, op, lhs, rhs):
     except Exception as exc:  # recognition itself failed: never the reason a run breaks
         key = _pattern_key(sig_key)
         reason = f"dgl_ugraph could not recognize the call ({type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''})"
-        _warn_once(("recognition", key), f"dgl_ugraph: {key}: {reason}; DGL's own kernels run it")
+        warn_once(("recognition", key), f"dgl_ugraph: {key}: {reason}; DGL's own kernels run it")
         record(key, _stats_signature(lhs, rhs, "-"), DGL, reason).calls += 1
         return None, None
 
 
-# ---- edge softmax on CPU -------------------------------------------------------------------------
+# ---- edge softmax ------------------------------------------------------------------------------
 # DGL's CPU EdgeSoftmax runs fused kernels of its own, which loop over the elements of an edge
 # row outermost and gather every edge once per element. dgl_ugraph runs its own fused kernel
 # (csrc/cpu/softmax.cpp): the same operations in the same order, each destination row's scores
-# gathered once into a scratch that stays in cache. Whatever that kernel cannot run (an
-# unsupported dtype or graph, or a kernel that failed) runs on DGL's fused kernel, whole.
+# gathered once into a scratch that stays in cache. On CUDA, DGL lowers the softmax to five
+# generalized calls; dgl_ugraph runs the whole softmax as one fused kernel forward and one
+# backward (csrc/cuda/softmax.cu, interception's edge_softmax above EdgeSoftmax). Whatever those
+# kernels cannot run (an unsupported dtype or graph, or a kernel that failed) runs on DGL's own
+# path, whole.
 
-# The operands _why_not checks: the forward reads one edge tensor, the backward two.
-
-
+# The operands _why_not checks: the forward reads one edge tensor, the backward two; the CUDA
+# softmax is one call (its backward runs inside its autograd function).
 _SOFTMAX_OPERANDS = {"edge_softmax_forward": patterns.Pattern("edge_softmax_forward", "-", "-", "edge", "null", "edge"),
-                     "edge_softmax_backward": patterns.Pattern("edge_softmax_backward", "-", "-", "edge", "edge", "edge")}
+                     "edge_softmax_backward": patterns.Pattern("edge_softmax_backward", "-", "-", "edge", "edge", "edge"),
+                     "edge_softmax": patterns.Pattern("edge_softmax", "-", "-", "edge", "null", "edge")}
 
 
 def _decide_softmax(entry, key: str, x, y) -> Decision:
     graph = entry.ugraph
     sig = _stats_signature(x, y, _name(graph.idtype))
+    device = patterns.fused()[key]["device"]
     reason = _why_not(entry, _SOFTMAX_OPERANDS[key], x, y)
-    if reason is None and graph.device.type != "cpu":
-        reason = f"the fused edge softmax runs on CPU (DGL calls it only there), the graph is on {graph.device}"
+    if reason is None and graph.device.type != device:
+        reason = f"this fused edge softmax runs on {device.upper()} (DGL calls it only there), the graph is on {graph.device}"
+    if reason is None and device == "cuda" and not _ext.has_cuda():
+        reason = "this build of dgl_ugraph has no CUDA core"
     if reason is None and y is not None and x.shape != y.shape:
         reason = f"output {tuple(x.shape)} and its product with the gradient {tuple(y.shape)} differ in shape"
     refused = _refusal(key, sig, reason)
     if refused is not None:
         return refused
-    rec = record(key, sig, UGRAPHER, "cpu", "fused edge softmax over each destination's in-edges")
+    rec = record(key, sig, UGRAPHER, device, "fused edge softmax over each destination's in-edges")
     return Decision(rec, _SOFTMAX_OPERANDS[key], failure_key=(key, sig))
