@@ -10,7 +10,7 @@ implementations interleaved after a warm-up, medians of --repeat calls:
   forward       dgl.ops.edge_softmax under no_grad (CUDA events);
   fwd+bwd       dgl.ops.edge_softmax and its backward (wall time to synchronize);
   gatconv       a GATConv layer (64 -> heads x 8) forward and backward (wall time to synchronize).
-Each implementation's softmax output and gradient are checked against DGL's first.
+Each implementation's softmax and gradient are first checked against DGL's float64 ones.
 """
 from __future__ import annotations
 
@@ -119,13 +119,23 @@ def main(argv=None):
                 conv.zero_grad(set_to_none=True)
                 conv(g, x).square().sum().backward()
 
+            # Each implementation's error against DGL's own float64 softmax, within four times
+            # DGL's own float32 error (long rows' sums differ in their order).
             with mode("dgl"):
-                ref_out, ref_grad = softmax_fb()
-            for impl in IMPLS[:2]:
+                s64 = score.double().requires_grad_()
+                out64 = dgl.ops.edge_softmax(g, s64)
+                out64.backward(grad.double())
+                want = {"softmax": out64.detach(), "gradient": s64.grad}
+            errors = {}
+            for impl in IMPLS:
                 with mode(impl):
-                    out, got_grad = softmax_fb()
-                torch.testing.assert_close(out, ref_out, rtol=1e-5, atol=1e-6, msg=f"{impl} softmax")
-                torch.testing.assert_close(got_grad, ref_grad, rtol=1e-4, atol=1e-6, msg=f"{impl} gradient")
+                    got = dict(zip(("softmax", "gradient"), softmax_fb()))
+                for part, w in want.items():
+                    errors[impl, part] = ((got[part].double() - w).abs().max() / w.abs().max()).item()
+            print(f"{name} heads={heads} error against float64 (share of the largest value): "
+                  + " ".join(f"{impl} {part} {err:.1e}" for (impl, part), err in errors.items()), flush=True)
+            for (impl, part), err in errors.items():
+                assert err <= max(4 * errors["dgl", part], 1e-5), f"{impl} {part}: error {err:.2e}, DGL's {errors['dgl', part]:.2e}"
             for what, fn, clock in (("forward", softmax, event_ms), ("fwd+bwd", softmax_fb, wall_ms),
                                     ("gatconv", layer, wall_ms)):
                 ms = interleaved(fn, clock, args.repeat)

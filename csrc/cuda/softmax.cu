@@ -1,8 +1,10 @@
-// The fused edge softmax (softmax.h). A team of 2^k lanes (as many as the average in-degree, at
-// most a warp) takes one destination row at a time; each lane walks every 2^k-th in-edge of the
-// row and holds kChunk elements of its edge rows per pass, and the team combines its lanes'
-// maxima and sums by an xor butterfly. Rows are taken warp-uniformly, so every lane of a warp
-// reaches every shuffle.
+// The fused edge softmax (softmax.h). A team of 2^k lanes takes one destination row at a time,
+// as many lanes as a row of the average in-degree needs to hold kHold positions each (at most a
+// warp); rows are taken warp-uniformly, so every lane of a warp reaches every shuffle, and the
+// team combines its lanes' maxima and sums by an xor butterfly. Elements of an edge row are taken
+// kChunk at a time. A row that fits the team (kHold positions a lane) is loaded once, every edge
+// id and score in flight together, and its three passes (max, sum, write) run on registers; a
+// longer row is read again in each pass, from cache after the first.
 #include <cuda_runtime.h>
 
 #include <cmath>
@@ -17,7 +19,8 @@
 namespace ugraph {
 namespace {
 
-constexpr int kChunk = 8;  // elements of an edge row a lane holds per pass
+constexpr int kChunk = 4;  // elements of an edge row per pass
+constexpr int kHold = 4;   // positions a lane holds in registers
 
 __device__ __forceinline__ float exp_acc(float x) { return expf(x); }
 __device__ __forceinline__ double exp_acc(double x) { return exp(x); }
@@ -50,8 +53,49 @@ __global__ void __launch_bounds__(kBlock, kMinBlocks)
     const int64_t v = base + (lane_id() >> lanes_log2);
     const int64_t begin = v < p.num_dst ? load_index(indptr + v) : 0;
     const int64_t end = v < p.num_dst ? load_index(indptr + v + 1) : 0;
+    const bool held = end - begin <= int64_t(kHold) * lanes;  // the team's own branch
+    // The held positions' edge rows (-1: past the row's end).
+    int64_t row[kHold];
+#pragma unroll
+    for (int h = 0; h < kHold; ++h) {
+      const int64_t q = begin + t + int64_t(h) * lanes;
+      row[h] = held && q < end ? (eid ? load_index(eid + q) : q) * len : -1;
+    }
     for (int64_t j0 = 0; j0 < len; j0 += kChunk) {
       const int n = static_cast<int>(min64(kChunk, len - j0));
+      Acc hx[kHold][kChunk], hy[kHold][kChunk];
+      if (held) {
+#pragma unroll
+        for (int h = 0; h < kHold; ++h) {
+#pragma unroll
+          for (int k = 0; k < kChunk; ++k) {
+            const bool live = row[h] >= 0 && k < n;
+            hx[h][k] = live ? load(x + row[h] + j0 + k) : Acc(0);
+            if constexpr (kBackward) hy[h][k] = live ? load(y + row[h] + j0 + k) : Acc(0);
+          }
+        }
+      }
+      // f(edge row, k, x, y) for every element of this lane's positions: from the registers of a
+      // held row, else loaded (the loop over the positions of a long row).
+      auto each = [&](auto&& f) {
+        if (held) {
+#pragma unroll
+          for (int h = 0; h < kHold; ++h) {
+#pragma unroll
+            for (int k = 0; k < kChunk; ++k) {
+              if (row[h] >= 0 && k < n) f(row[h], k, hx[h][k], kBackward ? hy[h][k] : Acc(0));
+            }
+          }
+          return;
+        }
+        for (int64_t q = begin + t; q < end; q += lanes) {
+          const int64_t r = (eid ? load_index(eid + q) : q) * len;
+#pragma unroll
+          for (int k = 0; k < kChunk; ++k) {
+            if (k < n) f(r, k, load(x + r + j0 + k), kBackward ? load(y + r + j0 + k) : Acc(0));
+          }
+        }
+      };
       Acc top[kChunk], sum[kChunk];
 #pragma unroll
       for (int k = 0; k < kChunk; ++k) {
@@ -59,39 +103,18 @@ __global__ void __launch_bounds__(kBlock, kMinBlocks)
         sum[k] = Acc(0);
       }
       if constexpr (!kBackward) {
-        for (int64_t q = begin + t; q < end; q += lanes) {
-          const int64_t row = (eid ? load_index(eid + q) : q) * len + j0;
-#pragma unroll
-          for (int k = 0; k < kChunk; ++k) {
-            if (k < n) {
-              const Acc s = load(x + row + k);
-              if (top[k] < s) top[k] = s;
-            }
-          }
-        }
+        each([&](int64_t, int k, Acc s, Acc) {
+          if (top[k] < s) top[k] = s;
+        });
 #pragma unroll
         for (int k = 0; k < kChunk; ++k) top[k] = team_max(top[k], lanes);
       }
-      for (int64_t q = begin + t; q < end; q += lanes) {
-        const int64_t row = (eid ? load_index(eid + q) : q) * len + j0;
-#pragma unroll
-        for (int k = 0; k < kChunk; ++k) {
-          if (k < n) sum[k] += kBackward ? load(y + row + k) : exp_acc(load(x + row + k) - top[k]);
-        }
-      }
+      each([&](int64_t, int k, Acc s, Acc w) { sum[k] += kBackward ? w : exp_acc(s - top[k]); });
 #pragma unroll
       for (int k = 0; k < kChunk; ++k) sum[k] = lane_group_sum(sum[k], lanes);
-      for (int64_t q = begin + t; q < end; q += lanes) {
-        const int64_t row = (eid ? load_index(eid + q) : q) * len + j0;
-#pragma unroll
-        for (int k = 0; k < kChunk; ++k) {
-          if (k < n) {
-            const Acc r = kBackward ? load(y + row + k) - load(x + row + k) * sum[k]
-                                    : exp_acc(load(x + row + k) - top[k]) / sum[k];
-            out[row + k] = from_acc<DType>(r);
-          }
-        }
-      }
+      each([&](int64_t r, int k, Acc s, Acc w) {
+        out[r + j0 + k] = from_acc<DType>(kBackward ? w - s * sum[k] : exp_acc(s - top[k]) / sum[k]);
+      });
     }
   }
 }
@@ -115,8 +138,8 @@ int run(const UgSoftmaxParams* p, void* stream, bool backward) {
     return UG_ERR_INVALID;
   }
   if (p->num_dst == 0 || p->num_edges == 0 || p->len == 0) return UG_OK;
-  int lanes_log2 = 0;  // lanes per row: the average in-degree's power of two, at most a warp
-  while ((int64_t(1) << lanes_log2) * p->num_dst < p->num_edges && lanes_log2 < 5) ++lanes_log2;
+  int lanes_log2 = 0;  // lanes per row: enough to hold a row of the average in-degree, at most a warp
+  while ((int64_t(kHold) << lanes_log2) * p->num_dst < p->num_edges && lanes_log2 < 5) ++lanes_log2;
   const int64_t warps = ceil_div(p->num_dst, int64_t(kWarp) >> lanes_log2);
   const auto s = static_cast<cudaStream_t>(stream);
   const cudaError_t err = UG_DTYPE_SWITCH(p->dtype, DType, [&] {

@@ -278,6 +278,16 @@ def decision_for(gidx, sig_key, op, lhs, rhs):
 # kernels cannot run (an unsupported dtype or graph, or a kernel that failed) runs on DGL's own
 # path, whole.
 
+# The fused CUDA softmax gives each destination row to one team of at most a warp
+# (csrc/cuda/softmax.cu). On an H100 (session 24, scripts/bench_softmax_gpu.py, against the five
+# calls on dgl_ugraph's kernels in the same run) it won where those calls are bound by their
+# launches (pubmed: 1.3-2.2x the softmax, 1.22x a GATConv layer; ppi with one head: 1.2-1.5x) and
+# lost where they are not (8 heads on graphs of 0.9-5.3M edges: 0.6-0.8x) and on skewed rows,
+# which one team walks alone (soc-BlogCatalog: 0.13-0.37x). So it runs calls up to these sizes;
+# the five calls, whose kernels balance skewed rows, run the rest.
+SOFTMAX_FUSED_ELEMENTS = 1 << 20  # scores (edges x elements per edge)
+SOFTMAX_FUSED_MAX_DEGREE = 1 << 10  # the longest row's in-edges
+
 # The operands _why_not checks: the forward reads one edge tensor, the backward two; the CUDA
 # softmax is one call (its backward runs inside its autograd function).
 _SOFTMAX_OPERANDS = {"edge_softmax_forward": patterns.Pattern("edge_softmax_forward", "-", "-", "edge", "null", "edge"),
@@ -292,8 +302,15 @@ def _decide_softmax(entry, key: str, x, y) -> Decision:
     reason = _why_not(entry, _SOFTMAX_OPERANDS[key], x, y)
     if reason is None and graph.device.type != device:
         reason = f"this fused edge softmax runs on {device.upper()} (DGL calls it only there), the graph is on {graph.device}"
-    if reason is None and device == "cuda" and not _ext.has_cuda():
-        reason = "this build of dgl_ugraph has no CUDA core"
+    if reason is None and device == "cuda":
+        if not _ext.has_cuda():
+            reason = "this build of dgl_ugraph has no CUDA core"
+        elif x.numel() > SOFTMAX_FUSED_ELEMENTS:
+            reason = (f"{x.numel()} scores, past the fused kernel's {SOFTMAX_FUSED_ELEMENTS}: DGL's five calls "
+                      "run it, on dgl_ugraph's kernels")
+        elif graph.stats.max > SOFTMAX_FUSED_MAX_DEGREE:
+            reason = (f"a row of {graph.stats.max} in-edges, past the fused kernel's {SOFTMAX_FUSED_MAX_DEGREE}: "
+                      "DGL's five calls run it, on dgl_ugraph's kernels")
     if reason is None and y is not None and x.shape != y.shape:
         reason = f"output {tuple(x.shape)} and its product with the gradient {tuple(y.shape)} differ in shape"
     refused = _refusal(key, sig, reason)

@@ -68,14 +68,16 @@ def check(graph, shape, dtype, seed=1):
 @pytest.mark.parametrize("shape", [(), (1,), (4, 1), (8,), (8, 1), (2, 3), (9,), (130,)],
                          ids=lambda s: "x".join(map(str, s)) or "1d")
 def test_kernel_against_oracle(shape, idtype, dtype):
-    """Widths 9 and 130 span several chunks of 8 elements; the hub row a third of the edges."""
+    """Widths 9 and 130 span several chunks of 4 elements; most rows are held in registers, the
+    hub row (a third of the edges) is read again in each pass."""
     check(hub_graph(idtype).to("cuda"), shape, dtype)
 
 
 @pytest.mark.parametrize("degree", [1, 3, 40, 5000], ids=lambda d: f"avg{d}")
 def test_team_sizes_and_a_huge_row(degree):
-    """Average in-degrees that give teams of 1, 4, 32 and 32 lanes; the last graph is one row of
-    5,000 edges beside rows of one."""
+    """Average in-degrees that give teams of 1, 1, 16 and 32 lanes (4 positions held a lane),
+    rows held in registers and rows read again; the last graph is one row of 5,000 edges beside a
+    row of one."""
     gen = torch.Generator().manual_seed(degree)
     rows = 64 if degree < 5000 else 2
     edges = rows * degree
@@ -208,3 +210,26 @@ def test_what_keeps_dgls_path_is_counted_with_its_reason():
         dgl.ops.edge_softmax(g, score)
     reasons = " | ".join(softmax_stats()["reasons"])
     assert "an edge subset (eids)" in reasons and "autocast" in reasons
+
+
+@needs_dgl
+def test_calls_past_the_fused_kernels_reach_run_the_five_calls():
+    """More scores than SOFTMAX_FUSED_ELEMENTS, or a row longer than SOFTMAX_FUSED_MAX_DEGREE:
+    DGL's five calls (on dgl_ugraph's kernels) run them, and stats() says why."""
+    import dgl
+    import dgl_ugraph
+    from dgl_ugraph.dgl import recognition
+
+    dgl_ugraph.enable()
+    g = dgl_graph(seed=6)
+    wide = torch.randn(g.num_edges(), recognition.SOFTMAX_FUSED_ELEMENTS // g.num_edges() + 1, 1, device="cuda")
+    hub = dgl.graph((torch.arange(2000) % 50, torch.zeros(2000, dtype=torch.long)), num_nodes=50).to("cuda")
+    on_hub = torch.randn(2000, 2, device="cuda")
+    ours = dgl.ops.edge_softmax(g, wide), dgl.ops.edge_softmax(hub, on_hub)
+    with dgl_ugraph.disabled():
+        theirs = dgl.ops.edge_softmax(g, wide), dgl.ops.edge_softmax(hub, on_hub)
+    for a, b in zip(ours, theirs):
+        torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-6)
+    reasons = " | ".join(softmax_stats()["reasons"])
+    assert f"past the fused kernel's {recognition.SOFTMAX_FUSED_ELEMENTS}" in reasons
+    assert "a row of 2000 in-edges" in reasons
