@@ -215,7 +215,7 @@ def test_what_keeps_dgls_path_is_counted_with_its_reason():
 @needs_dgl
 def test_calls_past_the_fused_kernels_reach_run_the_five_calls():
     """More scores than SOFTMAX_FUSED_ELEMENTS, or a row longer than SOFTMAX_FUSED_MAX_DEGREE:
-    DGL's five calls (on dgl_ugraph's kernels) run them, and stats() says why."""
+    DGL's five calls run them on dgl_ugraph's kernels, and stats() says so (no fallback)."""
     import dgl
     import dgl_ugraph
     from dgl_ugraph.dgl import recognition
@@ -230,6 +230,7 @@ def test_calls_past_the_fused_kernels_reach_run_the_five_calls():
         theirs = dgl.ops.edge_softmax(g, wide), dgl.ops.edge_softmax(hub, on_hub)
     for a, b in zip(ours, theirs):
         torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-6)
-    reasons = " | ".join(softmax_stats()["reasons"])
-    assert f"past the fused kernel's {recognition.SOFTMAX_FUSED_ELEMENTS}" in reasons
-    assert "a row of 2000 in-edges" in reasons
+    configs = " | ".join(r["config"] for r in dgl_ugraph.stats()["signatures"] if r["pattern"] == "edge_softmax"
+                         and r["runs_on"] == "dgl_ugraph")
+    assert f"past the fused kernel's {recognition.SOFTMAX_FUSED_ELEMENTS}" in configs
+    assert "as DGL's five calls (a row of 2000 in-edges" in configs
