@@ -71,15 +71,14 @@ def wall_ms(fn) -> float:
 
 
 def interleaved(fn, clock, repeat: int) -> dict:
-    """Median time of fn per implementation, the switch between them outside the timed call."""
-    for impl in IMPLS:  # warm-up: plans, graph caches, allocator pools
-        with mode(impl):
-            fn()
-            fn()
+    """Median time of fn per implementation. Each switch is followed by an untimed call: turning
+    the plugin back on after DGL's turn costs the next call its graph caches, which would land on
+    whichever implementation comes next."""
     times = {impl: [] for impl in IMPLS}
     for r in range(repeat):
         for impl in (IMPLS if r % 2 == 0 else IMPLS[::-1]):
             with mode(impl):
+                fn()
                 times[impl].append(clock(fn))
     return {impl: statistics.median(t) for impl, t in times.items()}
 

@@ -280,11 +280,12 @@ def decision_for(gidx, sig_key, op, lhs, rhs):
 
 # The fused CUDA softmax gives each destination row to one team of at most a warp
 # (csrc/cuda/softmax.cu). On an H100 (session 24, scripts/bench_softmax_gpu.py, against the five
-# calls on dgl_ugraph's kernels in the same run) it won where those calls are bound by their
-# launches (pubmed: 1.3-2.2x the softmax, 1.22x a GATConv layer; ppi with one head: 1.2-1.5x) and
-# lost where they are not (8 heads on graphs of 0.9-5.3M edges: 0.6-0.8x) and on skewed rows,
-# which one team walks alone (soc-BlogCatalog: 0.13-0.37x). So it runs calls up to these sizes;
-# the five calls, whose kernels balance skewed rows, run the rest.
+# calls on dgl_ugraph's kernels in the same run; bench/softmax_gpu.csv) it wins where those calls
+# are bound by their launches (graphs of up to 0.9M edges: the softmax 1.06-2.68x, with its
+# backward 1.08-1.67x, a GATConv layer 0.99-1.15x) and loses where they are not (8 heads on
+# graphs of 0.9-5.3M edges: 0.6-0.8x) and on skewed rows, which one team walks alone
+# (soc-BlogCatalog: 0.13-0.37x). So it runs calls up to these sizes; the five calls, whose
+# kernels balance skewed rows, run the rest.
 SOFTMAX_FUSED_ELEMENTS = 1 << 20  # scores (edges x elements per edge)
 SOFTMAX_FUSED_MAX_DEGREE = 1 << 10  # the longest row's in-edges
 
