@@ -116,6 +116,19 @@ def reference(graph: UGraph, op: OpInfo):
 
 # ---- the edge softmax -------------------------------------------------------------------------
 
+SOFTMAX_DTYPES = (torch.float32, torch.float64, torch.float16, torch.bfloat16)
+
+
+def dname(dtype) -> str:
+    return str(dtype).replace("torch.", "")
+
+
+def softmax_close(got, want, tol):
+    """got within tol = (rtol, atol as a share of want's largest magnitude) of the float64 want."""
+    rtol, atol = tol
+    torch.testing.assert_close(got.double(), want, rtol=rtol, atol=atol * want.abs().max().item())
+
+
 def hub_graph(idtype, seed=0, nodes=300, edges=3000, identity_eids=False) -> UGraph:
     """Isolated rows (the last 5 destinations), self-loops, multi-edges and one row holding a
     third of all edges; edge ids a random permutation of CSC positions unless identity_eids."""

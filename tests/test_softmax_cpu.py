@@ -19,12 +19,12 @@ from dgl_ugraph.dgl import interception
 from dgl_ugraph.core import _ext
 from dgl_ugraph.core.ops import edge_softmax
 from tests.dgl_errors import same_error
-from tests.reference import hub_graph, softmax_oracle as oracle, softmax_scores as scores
+from tests.reference import SOFTMAX_DTYPES as DTYPES, dname, hub_graph, softmax_close, softmax_oracle as oracle
+from tests.reference import softmax_scores as scores
 from tests.test_core_cpu import omp_threads
 
 pytestmark = pytest.mark.skipif(_ext.LOAD_ERROR is not None, reason=str(_ext.LOAD_ERROR))
 
-DTYPES = (torch.float32, torch.float64, torch.float16, torch.bfloat16)
 # Against the float64 oracle: (rtol, atol as a share of the oracle's largest magnitude). Half
 # types round x - max, exp and the sum to their type (as DGL's kernels do), so the error grows
 # with |x - max|: scores here stay within +-12. Measured worst cases over this file's shapes:
@@ -34,13 +34,8 @@ TOL = {torch.float64: (1e-12, 1e-14), torch.float32: (1e-5, 1e-6), torch.float16
        torch.bfloat16: (4e-2, 3e-2)}
 
 
-def dname(dtype) -> str:
-    return str(dtype).replace("torch.", "")
-
-
 def close(got, want, dtype):
-    rtol, atol = TOL[dtype]
-    torch.testing.assert_close(got.double(), want, rtol=rtol, atol=atol * want.abs().max().item())
+    softmax_close(got, want, TOL[dtype])
 
 
 # ---- the kernel ------------------------------------------------------------------------------

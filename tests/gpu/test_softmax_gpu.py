@@ -20,12 +20,11 @@ sys.path[:0] = [p for p in (str(_HERE.parents[1]), str(_HERE.parent)) if p not i
 from dgl_ugraph import UGraph  # noqa: E402
 from dgl_ugraph.core import _ext  # noqa: E402
 from dgl_ugraph.core.ops import edge_softmax  # noqa: E402
-from reference import hub_graph, softmax_oracle, softmax_scores  # noqa: E402
+from reference import SOFTMAX_DTYPES as DTYPES, dname, hub_graph, softmax_close, softmax_oracle, softmax_scores  # noqa: E402,E501
 
 if not torch.cuda.is_available() or not _ext.has_cuda():
     pytest.skip("needs a GPU and dgl_ugraph's CUDA core", allow_module_level=True)
 
-DTYPES = (torch.float32, torch.float64, torch.float16, torch.bfloat16)
 # Against the float64 oracle: (rtol, atol as a share of the oracle's largest magnitude). The
 # kernel computes in float (float64 for float64) and rounds once, so half types err by about one
 # rounding of the result; the backward's y = out * grad is rounded by the caller, as DGL's is.
@@ -33,13 +32,8 @@ TOL = {torch.float64: (1e-12, 1e-14), torch.float32: (1e-5, 1e-6), torch.float16
        torch.bfloat16: (1.6e-2, 1.6e-2)}
 
 
-def dname(dtype) -> str:
-    return str(dtype).replace("torch.", "")
-
-
 def close(got, want, dtype):
-    rtol, atol = TOL[dtype]
-    torch.testing.assert_close(got.double(), want, rtol=rtol, atol=atol * want.abs().max().item())
+    softmax_close(got, want, TOL[dtype])
 
 
 def runs_twice(graph, x, y=None):
