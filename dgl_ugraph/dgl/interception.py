@@ -371,8 +371,10 @@ _softmax_own = {}  # DGL's edge_softmax_internal and dgl.base.is_all, captured b
 
 
 class _FusedEdgeSoftmax(torch.autograd.Function):
-    """The softmax over each destination's in-edges, forward and backward on the fused kernel;
-    a backward whose kernel fails computes DGL's gradient with DGL's calls, with one warning."""
+    """The softmax over each destination's in-edges, forward and backward on the fused kernel.
+    DGL's calls compute the gradient where autograd records the backward (create_graph: they are
+    differentiable, as in DGL's EdgeSoftmax, so second derivatives flow) and where the fused
+    kernel fails (with one warning)."""
 
     @staticmethod
     def forward(ctx, logits, graph, gidx):
@@ -385,16 +387,17 @@ class _FusedEdgeSoftmax(torch.autograd.Function):
     def backward(ctx, grad_out):
         (out,) = ctx.saved_tensors
         sds = out * grad_out  # as DGL's EdgeSoftmax.backward
-        try:
-            grad = edge_softmax(ctx.graph, out, sds)
-        except Exception as exc:  # never the reason a run breaks: DGL's calls compute it instead
-            warn_once(("softmax backward", type(exc).__name__),
-                      f"dgl_ugraph: the fused CUDA edge softmax's backward failed ({type(exc).__name__}: {exc}); "
-                      "DGL's calls compute it")
-            from dgl.backend.pytorch import sparse
-            grad = sds - sparse.gsddmm(ctx.gidx, "mul", out, sparse.gspmm(ctx.gidx, "copy_rhs", "sum", None, sds),
-                                       "e", "v")
-        return grad, None, None
+        if not torch.is_grad_enabled():
+            try:
+                return edge_softmax(ctx.graph, out, sds), None, None
+            except Exception as exc:  # never the reason a run breaks: DGL's calls compute it instead
+                warn_once(("softmax backward", type(exc).__name__),
+                          f"dgl_ugraph: the fused CUDA edge softmax's backward failed ({type(exc).__name__}: {exc}); "
+                          "DGL's calls compute it")
+        from dgl.backend.pytorch import sparse
+
+        accum = sparse.gspmm(ctx.gidx, "copy_rhs", "sum", None, sds)
+        return sds - sparse.gsddmm(ctx.gidx, "mul", out, accum, "e", "v"), None, None
 
 
 def _edge_softmax(gidx, logits, eids=None, norm_by="dst"):
