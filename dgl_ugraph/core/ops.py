@@ -402,11 +402,3 @@ def edge_softmax(graph: UGraph, x: torch.Tensor, y: Optional[torch.Tensor] = Non
         with torch.cuda.device(cuda_index):
             core.edge_softmax_cuda(*args, _cuda_raw_stream(cuda_index))
     return out
-    if POISON_OUTPUTS:
-        out.fill_(float("nan"))
-    _ext.core().edge_softmax_cpu(y is not None, graph.num_dst, graph.num_edges,
-                                 32 if graph.idtype == torch.int32 else 64, graph.indptr.data_ptr(),
-                                 graph.eid.data_ptr() if graph.eid is not None else 0, DTYPE_CODES[x.dtype],
-                                 out.numel() // graph.num_edges, x.data_ptr(),
-                                 y.data_ptr() if y is not None else 0, out.data_ptr())
-    return out

@@ -367,7 +367,7 @@ def _edge_softmax_backward(gidx, out, sds):
 # autocast (DGL casts the scores first) and what recognition refuses.
 _SOFTMAX_MODULE = "dgl.ops.edge_softmax"
 _SOFTMAX_SIGNATURE = ("gidx", "logits", "eids", "norm_by")
-_softmax_own = {}  # DGL's edge_softmax_internal and dgl.base.is_all, captured by enable()
+_softmax_own = {}  # DGL's edge_softmax_internal, dgl.base's is_all and ALL, captured by enable()
 
 
 class _FusedEdgeSoftmax(torch.autograd.Function):

@@ -204,8 +204,8 @@ def after_failure(entry, sig_key, decision: Decision, exc: Exception) -> Decisio
         # memory) fails every signature of a model, and the user needs to hear it once. Each
         # signature's reason is in stats().
         warn_once(("kernel", type(exc).__name__),
-                   f"dgl_ugraph: {key} {sig}: {reason}; DGL's own kernels run it from now on (further "
-                   f"{type(exc).__name__} failures go to dgl_ugraph.stats() without a warning)")
+                  f"dgl_ugraph: {key} {sig}: {reason}; DGL's own kernels run it from now on (further "
+                  f"{type(exc).__name__} failures go to dgl_ugraph.stats() without a warning)")
     fallback = Decision(record(key, sig, DGL, _failed[decision.failure_key]))
     entry.decisions[sig_key] = fallback
     return fallback
@@ -296,6 +296,15 @@ _SOFTMAX_OPERANDS = {"edge_softmax_forward": patterns.Pattern("edge_softmax_forw
                      "edge_softmax": patterns.Pattern("edge_softmax", "-", "-", "edge", "null", "edge")}
 
 
+def _past_fused_softmax(graph, x) -> Optional[str]:
+    """Why the fused CUDA softmax leaves this call to the five calls, or None where it runs it."""
+    if x.numel() > SOFTMAX_FUSED_ELEMENTS:
+        return f"{x.numel()} scores, past the fused kernel's {SOFTMAX_FUSED_ELEMENTS}"
+    if graph.stats.max > SOFTMAX_FUSED_MAX_DEGREE:
+        return f"a row of {graph.stats.max} in-edges, past the fused kernel's {SOFTMAX_FUSED_MAX_DEGREE}"
+    return None
+
+
 def _decide_softmax(entry, key: str, x, y) -> Decision:
     graph = entry.ugraph
     sig = _stats_signature(x, y, _name(graph.idtype))
@@ -310,9 +319,7 @@ def _decide_softmax(entry, key: str, x, y) -> Decision:
     refused = _refusal(key, sig, reason)
     if refused is not None:
         return refused
-    past = (f"{x.numel()} scores, past the fused kernel's {SOFTMAX_FUSED_ELEMENTS}" if x.numel() > SOFTMAX_FUSED_ELEMENTS
-            else f"a row of {graph.stats.max} in-edges, past the fused kernel's {SOFTMAX_FUSED_MAX_DEGREE}"
-            if graph.stats.max > SOFTMAX_FUSED_MAX_DEGREE else None) if device == "cuda" else None
+    past = _past_fused_softmax(graph, x) if device == "cuda" else None
     if past is not None:  # no pattern: DGL's function runs, and its five calls run here, each counted
         return Decision(record(key, sig, UGRAPHER, f"as DGL's five calls ({past})", "five generalized calls"))
     rec = record(key, sig, UGRAPHER, device, "fused edge softmax over each destination's in-edges")
