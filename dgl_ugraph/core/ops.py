@@ -361,7 +361,8 @@ def _features_contiguous(t: torch.Tensor) -> torch.Tensor:
 
 def edge_softmax(graph: UGraph, x: torch.Tensor, y: Optional[torch.Tensor] = None) -> torch.Tensor:
     """The fused edge softmax over each destination's in-edges: csrc/cpu/softmax.h on CPU,
-    csrc/cuda/softmax.h on CUDA (queued on the current stream of the graph's device).
+    csrc/cuda/softmax.h on CUDA (queued on the current stream of the graph's device; the graph's
+    degree statistics and long rows are made on its first call, a synchronization each).
 
     Forward (y None): x holds the scores, one row per edge id, any feature shape. Backward: x is
     the forward's output and y = x * (output gradient); returns y - sum(y) * x, the sum over
@@ -396,7 +397,11 @@ def edge_softmax(graph: UGraph, x: torch.Tensor, y: Optional[torch.Tensor] = Non
             out.numel() // graph.num_edges, x.data_ptr(), y.data_ptr() if y is not None else 0, out.data_ptr())
     if cuda_index is None:
         core.edge_softmax_cpu(*args)
-    elif _cuda_get_device() == cuda_index:
+        return out
+    # The long rows, for a block each where one is too long for a team (kept with the graph).
+    long_rows = graph.long_rows()
+    args += (graph.stats.max, long_rows.data_ptr() if long_rows.numel() else 0, long_rows.numel())
+    if _cuda_get_device() == cuda_index:
         core.edge_softmax_cuda(*args, _cuda_raw_stream(cuda_index))
     else:
         with torch.cuda.device(cuda_index):

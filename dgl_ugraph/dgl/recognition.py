@@ -278,16 +278,25 @@ def decision_for(gidx, sig_key, op, lhs, rhs):
 # kernels cannot run (an unsupported dtype or graph, or a kernel that failed) runs on DGL's own
 # path, whole.
 
-# The fused CUDA softmax gives each destination row to one team of at most a warp
-# (csrc/cuda/softmax.cu). On an H100 (session 24, scripts/bench_softmax_gpu.py, against the five
-# calls on dgl_ugraph's kernels in the same run; bench/softmax_gpu.csv) it wins where those calls
-# are bound by their launches (graphs of up to 0.9M edges: the softmax 1.06-2.68x, with its
-# backward 1.08-1.67x, a GATConv layer 0.99-1.15x) and loses where they are not (8 heads on
-# graphs of 0.9-5.3M edges: 0.6-0.8x) and on skewed rows, which one team walks alone
-# (soc-BlogCatalog: 0.13-0.37x). So it runs calls up to these sizes; the five calls, whose
-# kernels balance skewed rows, run the rest.
-SOFTMAX_FUSED_ELEMENTS = 1 << 20  # scores (edges x elements per edge)
+# The fused CUDA softmax (csrc/cuda/softmax.cu) gives each destination row a team sized to the
+# average row, a warp or a block, by its length. Against the five calls on dgl_ugraph's kernels in
+# the same run (H100, session 25, scripts/bench_softmax_gpu.py with no rule;
+# bench/raw/softmax_gpu_fused_ungated_d2af6b34_s25_h100.csv), the forward alone wins on every
+# stand-in of 13K-5.3M edges with 1 and 8 heads (1.10-2.35x) but soc-BlogCatalog, whose rows of up
+# to 8,842 in-edges lose (0.73-0.86x). With its backward it wins up to ppi's 0.9M edges with one
+# head (1.47-1.72x; a GATConv layer 1.00-1.09x) and loses on larger ones (amazon0505, one head:
+# 0.64x): the backward reads the output and y and writes the gradient, all scattered by edge id,
+# where the five calls' backward makes one scattered pass. So it runs every call of rows up to
+# SOFTMAX_FUSED_MAX_DEGREE, and of those a call whose backward autograd records up to
+# SOFTMAX_FUSED_ELEMENTS scores; the five calls, whose kernels balance skewed rows, run the rest.
+SOFTMAX_FUSED_ELEMENTS = 1 << 20  # scores (edges x elements per edge), where a backward follows
 SOFTMAX_FUSED_MAX_DEGREE = 1 << 10  # the longest row's in-edges
+
+
+def softmax_trains(x) -> bool:
+    """Whether autograd records a backward of this softmax (part of its decision's key)."""
+    return x.requires_grad and torch.is_grad_enabled()
+
 
 # The operands _why_not checks: the forward reads one edge tensor, the backward two; the CUDA
 # softmax is one call (its backward runs inside its autograd function).
@@ -298,10 +307,10 @@ _SOFTMAX_OPERANDS = {"edge_softmax_forward": patterns.Pattern("edge_softmax_forw
 
 def _past_fused_softmax(graph, x) -> Optional[str]:
     """Why the fused CUDA softmax leaves this call to the five calls, or None where it runs it."""
-    if x.numel() > SOFTMAX_FUSED_ELEMENTS:
-        return f"{x.numel()} scores, past the fused kernel's {SOFTMAX_FUSED_ELEMENTS}"
     if graph.stats.max > SOFTMAX_FUSED_MAX_DEGREE:
         return f"a row of {graph.stats.max} in-edges, past the fused kernel's {SOFTMAX_FUSED_MAX_DEGREE}"
+    if softmax_trains(x) and x.numel() > SOFTMAX_FUSED_ELEMENTS:
+        return f"{x.numel()} scores with a backward, past the fused kernel's {SOFTMAX_FUSED_ELEMENTS}"
     return None
 
 

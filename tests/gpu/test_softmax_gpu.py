@@ -59,11 +59,12 @@ def check(graph, shape, dtype, seed=1):
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=dname)
 @pytest.mark.parametrize("idtype", (torch.int32, torch.int64), ids=dname)
-@pytest.mark.parametrize("shape", [(), (1,), (4, 1), (8,), (8, 1), (2, 3), (9,), (130,)],
+@pytest.mark.parametrize("shape", [(), (1,), (2,), (4, 1), (8,), (8, 1), (2, 3), (9,), (12,), (16,), (130,)],
                          ids=lambda s: "x".join(map(str, s)) or "1d")
 def test_kernel_against_oracle(shape, idtype, dtype):
-    """Widths 9 and 130 span several chunks of 4 elements; most rows are held in registers, the
-    hub row (a third of the edges) is read again in each pass."""
+    """Chunks of 1, 4 and 8 elements, whole or cut short (widths 2, 6, 9, 12, 130), in 16-byte
+    vectors where the width is a multiple of one (4 float32, 8 halves, 2 float64) and one by one
+    elsewhere; most rows are held in registers, the hub row (a third of the edges) gets a block."""
     check(hub_graph(idtype).to("cuda"), shape, dtype)
 
 
@@ -81,6 +82,22 @@ def test_team_sizes_and_a_huge_row(degree):
     graph = UGraph.from_coo(src, dst, rows, rows, torch.int32).to("cuda")
     for dtype in (torch.float32, torch.float16):
         check(graph, (4, 1), dtype, seed=degree)
+
+
+@pytest.mark.parametrize("idtype", (torch.int32, torch.int64), ids=dname)
+def test_rows_of_every_tier(idtype):
+    """A graph (1.8M edges, average in-degree 3) whose rows take all three tiers of the kernel on a
+    GPU of 132 SMs: rows of up to 32 edges a one-lane team each, the 40 rows of 100 a warp each
+    (read again in each pass), and the rows of 3,000 and 6,000 a block each (past 4 E / 4,224
+    resident warps = 1,740 in-edges, beside a longest row past three times that)."""
+    gen = torch.Generator().manual_seed(7)
+    nodes = 600_000
+    dst = torch.cat([torch.randint(0, nodes, (1_800_000,), generator=gen), torch.arange(10, 50).repeat_interleave(100),
+                     torch.arange(4).repeat_interleave(6000), torch.arange(4, 6).repeat_interleave(3000)])
+    src = torch.randint(0, nodes, (dst.numel(),), generator=gen)
+    graph = UGraph.from_coo(src, dst, nodes, nodes, idtype).to("cuda")
+    for dtype, shape in ((torch.float32, (8, 1)), (torch.float16, (1,)), (torch.float32, (3,))):
+        check(graph, shape, dtype, seed=3)
 
 
 def test_identity_edge_ids_and_no_edges():
@@ -210,15 +227,17 @@ def test_what_keeps_dgls_path_is_counted_with_its_reason():
 
 @needs_dgl
 def test_calls_past_the_fused_kernels_reach_run_the_five_calls():
-    """More scores than SOFTMAX_FUSED_ELEMENTS, or a row longer than SOFTMAX_FUSED_MAX_DEGREE:
-    DGL's five calls run them on dgl_ugraph's kernels, and stats() says so (no fallback)."""
+    """More scores than SOFTMAX_FUSED_ELEMENTS with a backward to come, or a row longer than
+    SOFTMAX_FUSED_MAX_DEGREE: DGL's five calls run them on dgl_ugraph's kernels, and stats() says
+    so (no fallback). The same wide scores without a backward run fused."""
     import dgl
     import dgl_ugraph
     from dgl_ugraph.dgl import recognition
 
     dgl_ugraph.enable()
     g = dgl_graph(seed=6)
-    wide = torch.randn(g.num_edges(), recognition.SOFTMAX_FUSED_ELEMENTS // g.num_edges() + 1, 1, device="cuda")
+    wide = torch.randn(g.num_edges(), recognition.SOFTMAX_FUSED_ELEMENTS // g.num_edges() + 1, 1, device="cuda",
+                       requires_grad=True)
     hub = dgl.graph((torch.arange(2000) % 50, torch.zeros(2000, dtype=torch.long)), num_nodes=50).to("cuda")
     on_hub = torch.randn(2000, 2, device="cuda")
     ours = dgl.ops.edge_softmax(g, wide), dgl.ops.edge_softmax(hub, on_hub)
@@ -228,8 +247,14 @@ def test_calls_past_the_fused_kernels_reach_run_the_five_calls():
         torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-6)
     configs = " | ".join(r["config"] for r in dgl_ugraph.stats()["signatures"] if r["pattern"] == "edge_softmax"
                          and r["runs_on"] == "dgl_ugraph")
-    assert f"past the fused kernel's {recognition.SOFTMAX_FUSED_ELEMENTS}" in configs
+    assert f"with a backward, past the fused kernel's {recognition.SOFTMAX_FUSED_ELEMENTS}" in configs
     assert "as DGL's five calls (a row of 2000 in-edges" in configs
+    dgl_ugraph.reset_stats()
+    with torch.no_grad():
+        inference = dgl.ops.edge_softmax(g, wide)
+    torch.testing.assert_close(inference, theirs[0].detach(), rtol=1e-5, atol=1e-6)
+    ran = [(r["config"], r["calls"]) for r in dgl_ugraph.stats()["signatures"] if r["pattern"] == "edge_softmax"]
+    assert ran == [("cuda", 1)], ran
 
 
 @needs_dgl
