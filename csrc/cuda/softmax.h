@@ -2,10 +2,11 @@
  * CUDA stream (nothing is allocated or synchronized). DGL's CUDA EdgeSoftmax runs it as five
  * calls (copy_e max, e_sub_v, exp, copy_e sum, e_div_v), each a pass over the edge tensor; here
  * one launch reads each destination row's scores three times (max, sum, write), the last two
- * from cache (a second launch where some rows are too long for one team). The results follow DGL's CUDA operations in float (float64 for float64): a maximum
- * that NaN never wins, from DGL's reduce zero (-inf; -65504 for float16), exp(x - max) summed in
- * a butterfly order, then divided, rounded once to the dtype where DGL's chain rounds each of
- * its five results. x, y and out are device memory; y and out have x's layout. */
+ * from cache; rows too long for a team take a warp or a block, in launches of their own. The
+ * results follow DGL's CUDA operations in float (float64 for float64): a maximum that NaN never
+ * wins, from DGL's reduce zero (-inf; -65504 for float16), exp(x - max) summed in a butterfly
+ * order, then divided, rounded once to the dtype where DGL's chain rounds each of its five
+ * results. x, y and out are device memory; y and out have x's layout. */
 #ifndef UGRAPH_CUDA_SOFTMAX_H_
 #define UGRAPH_CUDA_SOFTMAX_H_
 
@@ -17,7 +18,7 @@ extern "C" {
 
 /* The graph's long rows (params.h's max_degree and long_rows): max_degree, the largest in-degree;
  * long_rows, every row of more than UG_LONG_ROW in-edges (index_bits wide, device memory), longest
- * first. The rows too long for one team among them get a block each. */
+ * first. Those too long for a team get a warp each, the longest a block each. */
 typedef struct UgSoftmaxRows {
   int64_t max_degree;
   const void* long_rows; /* [num_long_rows] or NULL */

@@ -398,7 +398,7 @@ def edge_softmax(graph: UGraph, x: torch.Tensor, y: Optional[torch.Tensor] = Non
     if cuda_index is None:
         core.edge_softmax_cpu(*args)
         return out
-    # The long rows, for a block each where one is too long for a team (kept with the graph).
+    # The long rows, a warp or a block each where too long for a team (kept with the graph).
     long_rows = graph.long_rows()
     args += (graph.stats.max, long_rows.data_ptr() if long_rows.numel() else 0, long_rows.numel())
     if _cuda_get_device() == cuda_index:
