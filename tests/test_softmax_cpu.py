@@ -1,7 +1,7 @@
 """The fused CPU edge softmax (csrc/cpu/softmax.cpp): the kernel against a float64 oracle, the
 DGL layer against DGL's own fused kernels (float64 bit for bit: same operations in the same
 order; float32 within a few ulp: its exp is computed inline), and every way it falls back to
-DGL's kernel whole."""
+DGL's kernel whole; and the size rule of the fused CUDA softmax, plain logic."""
 from __future__ import annotations
 
 import os
@@ -297,3 +297,27 @@ def test_every_instruction_set_gives_the_same_values(tmp_path):
         g = hub_graph(torch.int64)
         x = scores(g, shape, getattr(torch, dtype.split(".")[1]))
         assert torch.equal(edge_softmax(g, x), fwd) and torch.equal(edge_softmax(g, x, x * 0.5), bwd), (dtype, shape)
+
+
+def test_cuda_softmax_size_rule():
+    """recognition's rule for the fused CUDA softmax, whose logic CPU tensors exercise as well:
+    a row past SOFTMAX_FUSED_MAX_DEGREE in-edges leaves it to the five calls; past
+    SOFTMAX_FUSED_ELEMENTS scores, only a call whose backward autograd records does."""
+    from dgl_ugraph.dgl import recognition
+
+    gen = torch.Generator().manual_seed(0)
+    graph = UGraph.from_coo(torch.randint(0, 100, (800,), generator=gen), torch.randint(0, 100, (800,), generator=gen),
+                            100, 100)
+    past = recognition._past_fused_softmax
+    wide = torch.randn(800, recognition.SOFTMAX_FUSED_ELEMENTS // 800 + 1)
+    assert past(graph, wide) is None
+    assert past(graph, torch.randn(800, 4, requires_grad=True)) is None
+    wide.requires_grad_()
+    assert past(graph, wide) == (f"{wide.numel()} scores with a backward, past the fused kernel's "
+                                 f"{recognition.SOFTMAX_FUSED_ELEMENTS}")
+    with torch.no_grad():
+        assert past(graph, wide) is None
+    degree = recognition.SOFTMAX_FUSED_MAX_DEGREE + 1
+    hub = UGraph.from_coo(torch.arange(degree) % 50, torch.zeros(degree, dtype=torch.long), 50, 50)
+    assert past(hub, torch.randn(degree, 2)) == (f"a row of {degree} in-edges, past the fused kernel's "
+                                                  f"{recognition.SOFTMAX_FUSED_MAX_DEGREE}")
