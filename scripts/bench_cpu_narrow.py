@@ -17,7 +17,6 @@ bench/cpu_narrow.csv. OMP_WAIT_POLICY defaults to PASSIVE, as in bench_models.py
 from __future__ import annotations
 
 import argparse
-import csv
 import os
 import pathlib
 import sys
@@ -39,6 +38,7 @@ from dgl_ugraph.core.abstraction import OpInfo  # noqa: E402
 from dgl_ugraph.dgl import interception  # noqa: E402
 from dgl_ugraph.dgl.cache import entry_for  # noqa: E402
 from dgl_ugraph.tuning.graph_suite import datasets_dir  # noqa: E402
+from dgl_ugraph.tuning.shards import write_rows  # noqa: E402
 
 COLUMNS = ["label", "graph", "V", "E", "idtype", "threads", "case", "impl", "us_median", "us_p25", "us_p75"]
 
@@ -139,14 +139,8 @@ def main(argv=None):
             rows.append(dict(label=args.label, graph=args.graph, V=g.num_nodes(), E=g.num_edges(), idtype=args.idtype,
                              threads=threads, case=name, impl=k, us_median=round(q[k][1], 1),
                              us_p25=round(q[k][0], 1), us_p75=round(q[k][2], 1)))
-    out = pathlib.Path(args.out)
-    new = not out.exists()
-    with open(out, "a", newline="") as fh:
-        w = csv.DictWriter(fh, COLUMNS)
-        if new:
-            w.writeheader()
-        w.writerows(rows)
-    print(f"appended {len(rows)} rows to {out}")
+    write_rows(args.out, rows, COLUMNS, append=True)
+    print(f"appended {len(rows)} rows to {args.out}")
     return 0
 
 

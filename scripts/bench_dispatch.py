@@ -22,7 +22,6 @@ per-call microseconds over the rounds go to bench/dispatch.csv (bench/dispatch_g
 from __future__ import annotations
 
 import argparse
-import csv
 import pathlib
 import platform
 import statistics
@@ -42,6 +41,7 @@ from dgl_ugraph.dgl import interception  # noqa: E402
 from dgl_ugraph.core.abstraction import OpInfo  # noqa: E402
 from dgl_ugraph.selection import policy  # noqa: E402
 from dgl_ugraph.dgl.cache import entry_for  # noqa: E402
+from dgl_ugraph.tuning.shards import write_rows  # noqa: E402
 
 COLUMNS = ["machine", "torch", "dgl", "threads", "op", "F", "config", "impl", "us_median", "us_p25", "us_p75"]
 
@@ -71,14 +71,6 @@ def per_call_us(fn, calls: int, sync=lambda: None) -> float:
         fn()
     sync()
     return (time.perf_counter_ns() - t0) / calls / 1e3
-
-
-def write_csv(path: str, columns, rows) -> None:
-    with open(path, "w", newline="") as fh:
-        w = csv.DictWriter(fh, columns)
-        w.writeheader()
-        w.writerows(rows)
-    print(f"wrote {len(rows)} rows to {path}")
 
 
 def gpu_baselines(g, name: str, op: OpInfo) -> dict:
@@ -144,7 +136,8 @@ def main():
                                  us_p75=round(q[2], 2)))
             line = " ".join(f"{r['impl']}={r['us_median']:.1f}" for r in rows[-len(samples):])
             print(f"{name:12} F={f:<3} {config} us per call: {line}", flush=True)
-    write_csv(out_path, COLUMNS, rows)
+    write_rows(out_path, rows, COLUMNS)
+    print(f"wrote {len(rows)} rows to {out_path}")
 
 
 if __name__ == "__main__":

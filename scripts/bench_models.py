@@ -72,6 +72,7 @@ if str(ROOT) not in sys.path:
     sys.path.append(str(ROOT))  # after PYTHONPATH: a snapshot of the package there wins
 
 from dgl_ugraph.tuning import graph_suite as gs  # noqa: E402
+from dgl_ugraph.tuning.shards import write_rows  # noqa: E402
 
 MODELS = ("GCN", "GAT", "GIN", "SAGE-mean", "SAGE-gcn", "SAGE-pool")
 MODES = ("inference", "training")
@@ -468,17 +469,6 @@ def cpu_device_name() -> str:
     return f"cpu ({model}, {os.cpu_count()} cores, torch {torch.__version__.split('+')[0]} {torch.get_num_threads()} threads)"
 
 
-def write_rows(path, rows, append):
-    path = pathlib.Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    new = not append or not path.exists()
-    with open(path, "w" if new else "a", newline="") as fh:
-        w = csv.DictWriter(fh, COLUMNS, restval="")
-        if new:
-            w.writeheader()
-        w.writerows(rows)
-
-
 # Timing defaults per device: on 2 shared CPU cores a case repeats until each implementation ran
 # half a second (load spikes), and at least 9 times: a step of half a second swings by 2x between
 # spells of the machine, and the paired median of 5 rounds still read 0.88x where the medians
@@ -529,7 +519,7 @@ def run_dgl(args):
         edges = {spec.name: spec.num_edges for spec in gs.PAPER_STANDINS}
         standins = sorted(standins, key=lambda name: -edges[name])
     models = args.models.split(",")
-    write_rows(args.out, [], append=args.append)
+    write_rows(args.out, [], COLUMNS, append=args.append)
     t0 = time.time()
     cases = graph_cases(not args.no_datasets, standins, only, {} if gpu else STANDIN_SCALE, large)
     for gname, load in cases:
@@ -548,7 +538,7 @@ def run_dgl(args):
                 print(f"{model_name} {gname}: DGL ran out of device memory, case left out ({str(exc).splitlines()[0]})",
                       flush=True)
                 rows = []
-            write_rows(args.out, rows, append=True)
+            write_rows(args.out, rows, COLUMNS, append=True)
         del inputs, edge_index
         if gpu:
             torch.cuda.empty_cache()
@@ -1266,7 +1256,7 @@ def run_gpu(args):
         print(f"{device_name}; torch {torch.__version__}; no torch_geometric: the pyg rows are left out", flush=True)
     models = args.models.split(",")
     only = set(args.only.split(",")) if args.only else None
-    write_rows(args.out, [], append=args.append)
+    write_rows(args.out, [], COLUMNS, append=args.append)
     t0 = time.time()
     files = {m: json.load(open(trace_path(args.traces, m))) for m in models}
     trace_graphs = list(dict.fromkeys(g for m in models for g in files[m]["traces"]))
@@ -1307,7 +1297,7 @@ def run_gpu(args):
                          ms_min=round(min(ts), 4), ms_max=round(max(ts), 4), reps=len(ts),
                          parity_maxdiff=f"{maxdiff:.3g}", parity_ok=int(ok), ugraph_share="")
                     for impl, ts in times.items()]
-            write_rows(args.out, rows, append=True)
+            write_rows(args.out, rows, COLUMNS, append=True)
             med = {k: statistics.median(v) for k, v in times.items()}
             print(f"{model_name:9} {gname:28} " + "  ".join(f"{k} {v:8.3f} ms" for k, v in med.items())
                   + f"  x{med['torch_cusparse'] / med['ugraph']:.2f} vs torch"
@@ -1353,7 +1343,7 @@ def recheck_parity(args):
     for r in rows:
         if device_kind(r["device"]) == kind:
             r["parity_fp64_maxdiff"] = found.get((r["model"], r["graph"], r["mode"]), r.get("parity_fp64_maxdiff") or "")
-    write_rows(path, rows, append=False)
+    write_rows(path, rows, COLUMNS, append=False)
 
 
 def device_kind(device: str) -> str:
@@ -1596,7 +1586,7 @@ def merge(source, target):
     devices = {r["device"] for r in new}
     old = [r for r in csv.DictReader(open(target, newline=""))] if pathlib.Path(target).exists() else []
     kept = [r for r in old if r["device"] not in devices]
-    write_rows(target, kept + new, append=False)
+    write_rows(target, kept + new, COLUMNS, append=False)
     print(f"{target}: {len(kept)} rows kept, {len(new)} rows of {sorted(devices)} from {source}")
 
 

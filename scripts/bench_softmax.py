@@ -13,7 +13,6 @@ Writes bench/softmax_cpu.csv. Exits 0 with a note when the dataset is absent.
 from __future__ import annotations
 
 import argparse
-import csv
 import os
 import pathlib
 import sys
@@ -33,6 +32,7 @@ from dgl.backend.pytorch import sparse  # noqa: E402
 import dgl_ugraph  # noqa: E402
 from dgl_ugraph.dgl import interception  # noqa: E402
 from dgl_ugraph.tuning.graph_suite import datasets_dir  # noqa: E402
+from dgl_ugraph.tuning.shards import write_rows  # noqa: E402
 
 
 def load(name: str):
@@ -115,11 +115,7 @@ def main(argv=None):
                              "pass": direction, "impl": name, "threads": torch.get_num_threads(),
                              "q1_ms": round(q[name][0], 4), "median_ms": round(q[name][1], 4),
                              "q3_ms": round(q[name][2], 4)})
-    os.makedirs(os.path.dirname(args.out), exist_ok=True)
-    with open(args.out, "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=list(rows[0]))
-        w.writeheader()
-        w.writerows(rows)
+    write_rows(args.out, rows)
     print(f"wrote {args.out}")
     return 0
 

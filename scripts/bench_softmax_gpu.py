@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import csv
 import pathlib
 import statistics
 import sys
@@ -32,6 +31,7 @@ from dgl.nn import GATConv  # noqa: E402
 import dgl_ugraph  # noqa: E402
 from dgl_ugraph.dgl import interception  # noqa: E402
 from dgl_ugraph.tuning import graph_suite as gs  # noqa: E402
+from dgl_ugraph.tuning.shards import write_rows  # noqa: E402
 
 IMPLS = ("fused", "chain", "dgl")
 
@@ -143,10 +143,7 @@ def main(argv=None):
                       flush=True)
                 rows += [{"device": torch.cuda.get_device_name(), "graph": name, "V": n, "E": g.num_edges(),
                           "heads": heads, "what": what, "impl": impl, "ms": round(t, 4)} for impl, t in ms.items()]
-    with open(args.out, "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=list(rows[0]))
-        w.writeheader()
-        w.writerows(rows)
+    write_rows(args.out, rows)
     print(f"wrote {len(rows)} rows to {args.out}")
     return 0
 

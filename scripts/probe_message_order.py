@@ -11,7 +11,6 @@ orders' results compared.
 from __future__ import annotations
 
 import argparse
-import csv
 import pathlib
 import statistics
 import sys
@@ -26,6 +25,7 @@ from dgl_ugraph.core.abstraction import OpInfo, ParallelInfo  # noqa: E402
 from dgl_ugraph.core.graph import UGraph  # noqa: E402
 from dgl_ugraph.selection import policy  # noqa: E402
 from dgl_ugraph.tuning import graph_suite as gs  # noqa: E402
+from dgl_ugraph.tuning.shards import write_rows  # noqa: E402
 
 CONFIGS = [("thread_edge", g, 1) for g in (1, 2, 4, 8)] + [("warp_edge", g, t) for g in (1, 4, 8) for t in (1, 2)]
 
@@ -103,10 +103,7 @@ def main():
                   f"csc/edge {best['csc'] / best['edge']:.2f}", flush=True)
         del graph
         torch.cuda.empty_cache()
-    with open(args.out, "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=list(rows[0]))
-        w.writeheader()
-        w.writerows(rows)
+    write_rows(args.out, rows)
     print(f"wrote {len(rows)} rows to {args.out}")
 
 

@@ -33,6 +33,7 @@ from dgl_ugraph.core.abstraction import EVERY_CUDA_KEY, OpInfo  # noqa: E402
 from dgl_ugraph.core.capability import candidates  # noqa: E402
 from dgl_ugraph.core.graph import UGraph  # noqa: E402
 from dgl_ugraph.selection import predictor  # noqa: E402
+from dgl_ugraph.tuning.shards import write_rows  # noqa: E402
 
 # The bench's machine (bench/kernels_*.md headers): the features read its SM count and L2 size.
 H100 = predictor.DeviceInfo("NVIDIA H100 80GB HBM3", 132, 50 * 2 ** 20, 9, 0)
@@ -102,10 +103,7 @@ def main() -> int:
         print("no case of the search file could be replayed", file=sys.stderr)
         return 1
     if args.out:
-        with open(args.out, "w", newline="") as fh:
-            w = csv.DictWriter(fh, list(rows[0]))
-            w.writeheader()
-            w.writerows(rows)
+        write_rows(args.out, rows)
     ratios = [r["ratio"] for r in rows]
     geo = math.exp(sum(math.log(x) for x in ratios) / len(ratios))
     print(f"{args.model.name} on {args.search.name}: {len(rows)} cases, the choice's time over the best "

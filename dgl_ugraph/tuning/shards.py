@@ -23,6 +23,20 @@ CASE_COLUMNS = (
 TIMING_COLUMNS = ("case_id", "strategy", "g", "t", "status", "ms", "first_ms", "reps", "message")
 
 
+def write_rows(path, rows: Sequence[dict], columns: Optional[Sequence[str]] = None, append: bool = False) -> None:
+    """Writes rows to the CSV file at path (its folder made where missing): a header of columns
+    (default: the first row's keys) and the rows; with append, after the rows already there, the
+    header only where the file is new."""
+    path = pathlib.Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    new = not append or not path.exists()
+    with open(path, "w" if new else "a", newline="") as fh:
+        w = csv.DictWriter(fh, list(columns) if columns is not None else list(rows[0]))
+        if new:
+            w.writeheader()
+        w.writerows(rows)
+
+
 def read_gzip_text(path: pathlib.Path) -> str:
     """The text of a gzip file made of appended members, up to the last complete member (a
     member cut short by a killed writer is dropped)."""
