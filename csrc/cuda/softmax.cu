@@ -311,14 +311,15 @@ struct Tiers {
 
 Tiers tiers(const UgSoftmaxParams& p, const UgSoftmaxRows* rows, int lanes_log2) {
   Tiers t;
-  const int64_t team = std::max(int64_t(UG_LONG_ROW), int64_t(kHold) << lanes_log2);
-  if (!rows || rows->num_long_rows == 0 || rows->max_degree <= team) return t;
+  const int64_t team_rows = std::max(int64_t(UG_LONG_ROW), int64_t(kHold) << lanes_log2);
+  if (!rows || rows->num_long_rows == 0 || rows->max_degree <= team_rows) return t;
   const int64_t sms = std::max<int64_t>(team::device_attribute<cudaDevAttrMultiProcessorCount>(), 1);
-  t.team = team;
+  t.team = team_rows;
   t.warps = rows->num_long_rows;
-  const int64_t warp = std::max(team, team::kHeavyFactor * ceil_div(p.num_edges, sms * team::kResidentWarpsPerSm));
-  if (rows->max_degree > team::kHeavyLaunch * warp) {
-    t.warp = warp;
+  const int64_t warp_rows =
+      std::max(team_rows, team::kHeavyFactor * ceil_div(p.num_edges, sms * team::kResidentWarpsPerSm));
+  if (rows->max_degree > team::kHeavyLaunch * warp_rows) {
+    t.warp = warp_rows;
     t.blocks = static_cast<unsigned>(std::min(rows->num_long_rows, sms * team::kHeavyBlocksPerSm));
   }
   return t;

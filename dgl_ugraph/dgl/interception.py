@@ -22,6 +22,7 @@ always go to DGL and are only counted.
 from __future__ import annotations
 
 import contextlib
+import importlib
 import inspect
 import re
 import threading
@@ -424,8 +425,6 @@ def _edge_softmax(gidx, logits, eids=None, norm_by="dst"):
 def _enable_cuda_softmax():
     """Routes dgl.ops.edge_softmax's backend call through `_edge_softmax`; a DGL whose function has
     another signature keeps its own (with a warning), the kernels being rerouted all the same."""
-    import importlib
-
     from dgl.base import ALL, is_all
 
     module = importlib.import_module(_SOFTMAX_MODULE)
@@ -441,8 +440,6 @@ def _enable_cuda_softmax():
 
 
 def _disable_cuda_softmax():
-    import importlib
-
     module = importlib.import_module(_SOFTMAX_MODULE)
     if "edge_softmax_internal" in _softmax_own and module.edge_softmax_internal is _edge_softmax:
         module.edge_softmax_internal = _softmax_own["edge_softmax_internal"]
