@@ -259,15 +259,19 @@ PYBIND11_MODULE(_C, m) {
 
 #ifdef UGRAPH_WITH_CUDA
   // The same on CUDA (csrc/cuda/softmax.h), queued on `stream`; every address is device memory.
-  // max_degree, long_rows, num_long_rows: the graph's long rows (UgSoftmaxRows).
+  // max_degree, long_rows, num_long_rows: the graph's long rows (UgSoftmaxRows); edge_dst and stats:
+  // the softmax split in two launches (UgSoftmaxSplit), or 0 for one launch.
   m.def("edge_softmax_cuda", [](bool backward, int64_t num_dst, int64_t num_edges, int32_t index_bits,
                                 uintptr_t indptr, uintptr_t eid, int32_t dtype, int64_t len, uintptr_t x,
                                 uintptr_t y, uintptr_t out, int64_t max_degree, uintptr_t long_rows,
-                                int64_t num_long_rows, uintptr_t stream) {
+                                int64_t num_long_rows, uintptr_t edge_dst, uintptr_t stats, uintptr_t stream) {
     const UgSoftmaxParams p = softmax_params(num_dst, num_edges, index_bits, indptr, eid, dtype, len, x, y, out);
     const UgSoftmaxRows rows{max_degree, reinterpret_cast<const void*>(long_rows), num_long_rows};
+    const UgSoftmaxSplit split{reinterpret_cast<const void*>(edge_dst), reinterpret_cast<void*>(stats)};
+    const UgSoftmaxSplit* how = edge_dst ? &split : nullptr;
     void* s = reinterpret_cast<void*>(stream);
-    const int status = backward ? ug_cuda_edge_softmax_backward(&p, &rows, s) : ug_cuda_edge_softmax_forward(&p, &rows, s);
+    const int status = backward ? ug_cuda_edge_softmax_backward(&p, &rows, how, s)
+                                : ug_cuda_edge_softmax_forward(&p, &rows, how, s);
     raise_on(status, "ug_cuda_edge_softmax", status == UG_OK ? "" : ug_cuda_last_error());
   });
   m.def("run_cuda", [](const UgParams& p, uintptr_t stream) {

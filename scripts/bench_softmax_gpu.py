@@ -2,6 +2,7 @@
 kernels (what the plugin ran before it), and DGL's own kernels.
 
     python scripts/bench_softmax_gpu.py [--graphs amazon0505,pubmed] [--heads 1 8] [--out bench/softmax_gpu.csv]
+                                        [--ungated] [--impls fused fused_1 chain dgl]
 
 On the GPU machine with the CUDA DGL build loaded (scripts/gpu_check.sh, stage dgl). Graphs: the
 full-size stand-ins of graph_suite.PAPER_STANDINS by name, with self-loops, as GATConv sees them;
@@ -11,6 +12,9 @@ implementations interleaved after a warm-up, medians of --repeat calls:
   fwd+bwd       dgl.ops.edge_softmax and its backward (wall time to synchronize);
   gatconv       a GATConv layer (64 -> heads x 8) forward and backward (wall time to synchronize).
 Each implementation's softmax and gradient are first checked against DGL's float64 ones.
+--ungated lifts the plugin's size rule (recognition.SOFTMAX_FUSED_*), so that the fused kernel
+runs every case; impl fused_1 is the fused kernel in one launch, never split
+(ops.SOFTMAX_SPLIT_FORWARD and _BACKWARD).
 """
 from __future__ import annotations
 
@@ -29,17 +33,20 @@ import torch  # noqa: E402
 from dgl.nn import GATConv  # noqa: E402
 
 import dgl_ugraph  # noqa: E402
-from dgl_ugraph.dgl import interception  # noqa: E402
+from dgl_ugraph.core import ops  # noqa: E402
+from dgl_ugraph.dgl import interception, recognition  # noqa: E402
 from dgl_ugraph.tuning import graph_suite as gs  # noqa: E402
 from dgl_ugraph.tuning.shards import write_rows  # noqa: E402
 
 IMPLS = ("fused", "chain", "dgl")
+SPLIT = {name: getattr(ops, name) for name in ("SOFTMAX_SPLIT_FORWARD", "SOFTMAX_SPLIT_BACKWARD")}
 
 
 @contextlib.contextmanager
 def mode(impl: str):
-    """dgl_ugraph's fused softmax (fused); the plugin on with DGL's softmax function, whose five
-    calls then run on dgl_ugraph's kernels (chain); the plugin off (dgl)."""
+    """dgl_ugraph's fused softmax (fused; fused_1 never split); the plugin on
+    with DGL's softmax function, whose five calls then run on dgl_ugraph's kernels (chain); the
+    plugin off (dgl)."""
     if impl == "dgl":
         with dgl_ugraph.disabled():
             yield
@@ -47,10 +54,14 @@ def mode(impl: str):
     dgl_ugraph.enable()
     if impl == "chain":
         interception._disable_cuda_softmax()
+    for name, past in SPLIT.items():
+        setattr(ops, name, 1 << 62 if impl == "fused_1" else past)
     try:
         yield
     finally:
         interception._enable_cuda_softmax()
+        for name, past in SPLIT.items():
+            setattr(ops, name, past)
 
 
 def event_ms(fn) -> float:
@@ -70,13 +81,13 @@ def wall_ms(fn) -> float:
     return (time.perf_counter() - start) * 1e3
 
 
-def interleaved(fn, clock, repeat: int) -> dict:
+def interleaved(fn, clock, repeat: int, impls) -> dict:
     """Median time of fn per implementation. Each switch is followed by an untimed call: turning
     the plugin back on after DGL's turn costs the next call its graph caches, which would land on
     whichever implementation comes next."""
-    times = {impl: [] for impl in IMPLS}
+    times = {impl: [] for impl in impls}
     for r in range(repeat):
-        for impl in (IMPLS if r % 2 == 0 else IMPLS[::-1]):
+        for impl in (impls if r % 2 == 0 else impls[::-1]):
             with mode(impl):
                 fn()
                 times[impl].append(clock(fn))
@@ -89,7 +100,12 @@ def main(argv=None):
     ap.add_argument("--heads", type=int, nargs="+", default=[1, 8])
     ap.add_argument("--repeat", type=int, default=20)
     ap.add_argument("--out", default=str(ROOT / "bench" / "softmax_gpu.csv"))
+    ap.add_argument("--ungated", action="store_true", help="the fused kernel runs every case (no size rule)")
+    ap.add_argument("--impls", nargs="+", default=list(IMPLS), choices=IMPLS + ("fused_1",))
     args = ap.parse_args(argv)
+    impls = tuple(args.impls)
+    if args.ungated:
+        recognition.SOFTMAX_FUSED_ELEMENTS = recognition.SOFTMAX_FUSED_MAX_DEGREE = 1 << 62
     by_name = {s.name: s for s in gs.PAPER_STANDINS}
     rows = []
     for name in args.graphs.split(","):
@@ -126,7 +142,7 @@ def main(argv=None):
                 out64.backward(grad.double())
                 want = {"softmax": out64.detach(), "gradient": s64.grad}
             errors = {}
-            for impl in IMPLS:
+            for impl in impls:
                 with mode(impl):
                     got = dict(zip(("softmax", "gradient"), softmax_fb()))
                 for part, w in want.items():
@@ -137,13 +153,13 @@ def main(argv=None):
                 assert err <= max(4 * errors["dgl", part], 1e-5), f"{impl} {part}: error {err:.2e}, DGL's {errors['dgl', part]:.2e}"
             for what, fn, clock in (("forward", softmax, event_ms), ("fwd+bwd", softmax_fb, wall_ms),
                                     ("gatconv", layer, wall_ms)):
-                ms = interleaved(fn, clock, args.repeat)
+                ms = interleaved(fn, clock, args.repeat, impls)
                 print(f"{name} E={g.num_edges()} heads={heads} {what}: " + " ".join(f"{k}={v:.3f}" for k, v in ms.items())
-                      + f" ms; chain/fused {ms['chain'] / ms['fused']:.2f}x, dgl/fused {ms['dgl'] / ms['fused']:.2f}x",
+                      + " ms; " + ", ".join(f"{k}/fused {v / ms['fused']:.2f}x" for k, v in ms.items() if k != "fused"),
                       flush=True)
                 rows += [{"device": torch.cuda.get_device_name(), "graph": name, "V": n, "E": g.num_edges(),
                           "heads": heads, "what": what, "impl": impl, "ms": round(t, 4)} for impl, t in ms.items()]
-    write_rows(args.out, rows)
+        write_rows(args.out, rows)  # after each graph: a run cut short keeps what it measured
     print(f"wrote {len(rows)} rows to {args.out}")
     return 0
 

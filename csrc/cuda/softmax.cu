@@ -9,6 +9,9 @@
 // in each pass (a batch of positions a lane in flight at a time), from cache after the first.
 // A row much longer than the average would hold up its team's warp while the rest of the GPU
 // idles: the long rows get a warp each, and the longest a block each (Tiers).
+// Either direction may run split (UgSoftmaxSplit): the same kernels keep each row's statistics
+// in a workspace (the maxima and sums of the forward, the sums of y of the backward) instead of
+// writing the row, then edge_softmax_finish writes every edge id's result in edge-id order.
 #include <cuda_runtime.h>
 
 #include <cmath>
@@ -25,6 +28,18 @@ namespace ugraph {
 namespace {
 
 constexpr int kHold = 4;   // positions a lane holds in registers
+
+// What a row kernel computes. kForward: out = exp(x - max) / sum over the row of exp(x - max).
+// kBackward: x is the forward's output, y = x * (output gradient): out = y - x * sum(y).
+// kForwardRows, kBackwardRows: the split's first launch, each row's max and sum (the forward) or
+// sum of y (the backward, which reads no x) into the workspace, no out.
+enum class Pass { kForward, kBackward, kForwardRows, kBackwardRows };
+__host__ __device__ constexpr bool backward(Pass pass) { return pass == Pass::kBackward || pass == Pass::kBackwardRows; }
+__host__ __device__ constexpr bool rows_only(Pass pass) {
+  return pass == Pass::kForwardRows || pass == Pass::kBackwardRows;
+}
+__host__ __device__ constexpr bool reads_x(Pass pass) { return pass != Pass::kBackwardRows; }
+__host__ __device__ constexpr bool reads_y(Pass pass) { return backward(pass); }
 
 __device__ __forceinline__ float exp_acc(float x) { return expf(x); }
 __device__ __forceinline__ double exp_acc(double x) { return exp(x); }
@@ -83,8 +98,7 @@ __device__ __forceinline__ void store_chunk(DType* p, int n, bool vec, const acc
 }
 
 // The three passes' steps on one position's chunk (xs; ys the backward's y), shared by both
-// kernels. kBackward false: out = exp(x - max) / sum over the row of exp(x - max).
-// kBackward true: x is the forward's output, y = x * (output gradient): out = y - x * sum(y).
+// kernels (Pass says what they compute).
 template <typename Acc, int kC>
 __device__ __forceinline__ void fold_max(Acc (&top)[kC], const Acc (&xs)[kC]) {
 #pragma unroll
@@ -93,11 +107,18 @@ __device__ __forceinline__ void fold_max(Acc (&top)[kC], const Acc (&xs)[kC]) {
   }
 }
 
-template <bool kBackward, typename Acc, int kC>
+template <Pass kPass, typename Acc, int kC>
 __device__ __forceinline__ void fold_sum(Acc (&sum)[kC], const Acc (&top)[kC], const Acc (&xs)[kC],
                                          const Acc (&ys)[kC]) {
 #pragma unroll
-  for (int k = 0; k < kC; ++k) sum[k] += kBackward ? ys[k] : exp_acc(xs[k] - top[k]);
+  for (int k = 0; k < kC; ++k) sum[k] += backward(kPass) ? ys[k] : exp_acc(xs[k] - top[k]);
+}
+
+// An edge's result from its row's statistics (the one launch and a split's second alike): the
+// forward's exp(x - max) / sum, the backward's y - x * sum.
+template <bool kBackward, typename Acc>
+__device__ __forceinline__ Acc result(Acc x, Acc y, Acc top, Acc sum) {
+  return kBackward ? y - x * sum : exp_acc(x - top) / sum;
 }
 
 template <bool kBackward, typename DType, typename Acc, int kC>
@@ -106,8 +127,21 @@ __device__ __forceinline__ void write_chunk(DType* p, int n, bool vec, const Acc
                                             const Acc (&ys)[kC]) {
   Acc o[kC];
 #pragma unroll
-  for (int k = 0; k < kC; ++k) o[k] = kBackward ? ys[k] - xs[k] * sum[k] : exp_acc(xs[k] - top[k]) / sum[k];
+  for (int k = 0; k < kC; ++k) o[k] = result<kBackward>(xs[k], ys[k], top[k], sum[k]);
   store_chunk(p, n, vec, o);
+}
+
+// A row's chunk of n statistics into a split's workspace, from one thread: stats holds num_dst x
+// len sums, then (the forward) as many maxima from stats + maxima.
+template <Pass kPass, typename Acc, int kC>
+__device__ __forceinline__ void store_stats(Acc* stats, int64_t maxima, int64_t at, int n, const Acc (&top)[kC],
+                                            const Acc (&sum)[kC]) {
+#pragma unroll
+  for (int k = 0; k < kC; ++k) {
+    if (k >= n) continue;
+    stats[at + k] = sum[k];
+    if constexpr (!backward(kPass)) stats[maxima + at + k] = top[k];
+  }
 }
 
 template <typename Acc, int kC>
@@ -122,7 +156,7 @@ __device__ __forceinline__ void start(Acc (&top)[kC], Acc (&sum)[kC], Acc zero) 
 // f(edge row, xs, ys) for the positions first, first + stride, ... below end, kBatch at a time
 // (16 elements or 4 positions): a batch's edge ids, then its chunks, are all in flight before
 // the first is used.
-template <bool kBackward, int kC, typename DType, typename IdType, typename F>
+template <Pass kPass, int kC, typename DType, typename IdType, typename F>
 __device__ __forceinline__ void walk(const IdType* eid, const DType* x, const DType* y, int64_t len, int64_t j0, int n,
                                      bool vec, int64_t first, int64_t end, int64_t stride, F&& f) {
   using Acc = acc_t<DType>;
@@ -138,8 +172,8 @@ __device__ __forceinline__ void walk(const IdType* eid, const DType* x, const DT
 #pragma unroll
     for (int h = 0; h < kBatch; ++h) {
       if (r[h] < 0) continue;
-      load_chunk(x + r[h] + j0, n, vec, xs[h]);
-      if constexpr (kBackward) load_chunk(y + r[h] + j0, n, vec, ys[h]);
+      if constexpr (reads_x(kPass)) load_chunk(x + r[h] + j0, n, vec, xs[h]);
+      if constexpr (reads_y(kPass)) load_chunk(y + r[h] + j0, n, vec, ys[h]);
     }
 #pragma unroll
     for (int h = 0; h < kBatch; ++h) {
@@ -150,11 +184,11 @@ __device__ __forceinline__ void walk(const IdType* eid, const DType* x, const DT
 
 // The rows of in-degree in (lo, hi]: every row (list NULL), or those of a list longest first
 // (the graph's long rows) with a warp each (lanes_log2 5), which stops at its first row of lo or
-// fewer in-edges.
-template <typename DType, typename IdType, bool kBackward, int kC>
+// fewer in-edges. stats: the workspace of a split's first launch (store_stats).
+template <typename DType, typename IdType, Pass kPass, int kC>
 __global__ void __launch_bounds__(kBlock, kMinBlocks)
     edge_softmax_rows(const UgSoftmaxParams p, const int lanes_log2, const IdType* list, const int64_t count,
-                      const int64_t lo, const int64_t hi, const bool vec) {
+                      const int64_t lo, const int64_t hi, const bool vec, acc_t<DType>* stats) {
   using Acc = acc_t<DType>;
   const auto* indptr = static_cast<const IdType*>(p.indptr);
   const auto* eid = static_cast<const IdType*>(p.eid);
@@ -172,7 +206,8 @@ __global__ void __launch_bounds__(kBlock, kMinBlocks)
     const int64_t begin = v >= 0 ? load_index(indptr + v) : 0;
     int64_t end = v >= 0 ? load_index(indptr + v + 1) : 0;
     if (list && end - begin <= lo) break;  // a team is the warp here
-    if (end - begin > hi) end = begin;
+    const bool owned = v >= 0 && end - begin <= hi;  // a row past hi is a later tier's
+    if (!owned) end = begin;
     const bool held = end - begin <= int64_t(kHold) * lanes;  // the team's own branch
     // The held positions' edge rows (-1: past the row's end).
     int64_t row[kHold];
@@ -188,8 +223,8 @@ __global__ void __launch_bounds__(kBlock, kMinBlocks)
 #pragma unroll
         for (int h = 0; h < kHold; ++h) {
           if (row[h] < 0) continue;
-          load_chunk(x + row[h] + j0, n, vec, hx[h]);
-          if constexpr (kBackward) load_chunk(y + row[h] + j0, n, vec, hy[h]);
+          if constexpr (reads_x(kPass)) load_chunk(x + row[h] + j0, n, vec, hx[h]);
+          if constexpr (reads_y(kPass)) load_chunk(y + row[h] + j0, n, vec, hy[h]);
         }
       }
       // f(edge row, xs, ys) for every position of this lane: from the registers of a held row,
@@ -198,25 +233,29 @@ __global__ void __launch_bounds__(kBlock, kMinBlocks)
         if (held) {
 #pragma unroll
           for (int h = 0; h < kHold; ++h) {
-            if (row[h] >= 0) f(row[h], hx[h], kBackward ? hy[h] : hx[h]);
+            if (row[h] >= 0) f(row[h], hx[h], reads_y(kPass) ? hy[h] : hx[h]);
           }
           return;
         }
-        walk<kBackward, kC>(eid, x, y, len, j0, n, vec, begin + t, end, lanes, f);
+        walk<kPass, kC>(eid, x, y, len, j0, n, vec, begin + t, end, lanes, f);
       };
       Acc top[kC], sum[kC];
       start(top, sum, reduce::Max<DType>::zero());
-      if constexpr (!kBackward) {
+      if constexpr (!backward(kPass)) {
         each([&](int64_t, const Acc(&xs)[kC], const Acc(&)[kC]) { fold_max(top, xs); });
 #pragma unroll
         for (int k = 0; k < kC; ++k) top[k] = team_max(top[k], lanes);
       }
-      each([&](int64_t, const Acc(&xs)[kC], const Acc(&ys)[kC]) { fold_sum<kBackward>(sum, top, xs, ys); });
+      each([&](int64_t, const Acc(&xs)[kC], const Acc(&ys)[kC]) { fold_sum<kPass>(sum, top, xs, ys); });
 #pragma unroll
       for (int k = 0; k < kC; ++k) sum[k] = lane_group_sum(sum[k], lanes);
-      each([&](int64_t r, const Acc(&xs)[kC], const Acc(&ys)[kC]) {
-        write_chunk<kBackward>(out + r + j0, n, vec, top, sum, xs, ys);
-      });
+      if constexpr (rows_only(kPass)) {
+        if (owned && t == 0) store_stats<kPass>(stats, p.num_dst * len, v * len + j0, n, top, sum);
+      } else {
+        each([&](int64_t r, const Acc(&xs)[kC], const Acc(&ys)[kC]) {
+          write_chunk<backward(kPass)>(out + r + j0, n, vec, top, sum, xs, ys);
+        });
+      }
     }
   }
 }
@@ -248,10 +287,10 @@ __device__ __forceinline__ void block_combine(Acc (&v)[kC], Acc (*part)[kC]) {
 
 // The rows longer than `heavy`, a block each: the graph's long rows (longest first, so a block
 // stops at its first row of `heavy` or fewer in-edges), every pass read again from cache.
-template <typename DType, typename IdType, bool kBackward, int kC>
+template <typename DType, typename IdType, Pass kPass, int kC>
 __global__ void __launch_bounds__(kBlock, kMinBlocks)
     edge_softmax_heavy(const UgSoftmaxParams p, const IdType* rows, const int64_t count, const int64_t heavy,
-                       const bool vec) {
+                       const bool vec, acc_t<DType>* stats) {
   using Acc = acc_t<DType>;
   __shared__ Acc part[kWarpsPerBlock][kC];
   const auto* indptr = static_cast<const IdType*>(p.indptr);
@@ -266,33 +305,75 @@ __global__ void __launch_bounds__(kBlock, kMinBlocks)
     if (end - begin <= heavy) return;
     for (int64_t j0 = 0; j0 < len; j0 += kC) {
       const int n = static_cast<int>(min64(kC, len - j0));
-      auto each = [&](auto&& f) { walk<kBackward, kC>(eid, x, y, len, j0, n, vec, begin + threadIdx.x, end, kBlock, f); };
+      auto each = [&](auto&& f) { walk<kPass, kC>(eid, x, y, len, j0, n, vec, begin + threadIdx.x, end, kBlock, f); };
       Acc top[kC], sum[kC];
       start(top, sum, reduce::Max<DType>::zero());
-      if constexpr (!kBackward) {
+      if constexpr (!backward(kPass)) {
         each([&](int64_t, const Acc(&xs)[kC], const Acc(&)[kC]) { fold_max(top, xs); });
         block_combine<true>(top, part);
       }
-      each([&](int64_t, const Acc(&xs)[kC], const Acc(&ys)[kC]) { fold_sum<kBackward>(sum, top, xs, ys); });
+      each([&](int64_t, const Acc(&xs)[kC], const Acc(&ys)[kC]) { fold_sum<kPass>(sum, top, xs, ys); });
       block_combine<false>(sum, part);
-      each([&](int64_t r, const Acc(&xs)[kC], const Acc(&ys)[kC]) {
-        write_chunk<kBackward>(out + r + j0, n, vec, top, sum, xs, ys);
-      });
+      if constexpr (rows_only(kPass)) {
+        if (threadIdx.x == 0) store_stats<kPass>(stats, p.num_dst * len, v * len + j0, n, top, sum);
+      } else {
+        each([&](int64_t r, const Acc(&xs)[kC], const Acc(&ys)[kC]) {
+          write_chunk<backward(kPass)>(out + r + j0, n, vec, top, sum, xs, ys);
+        });
+      }
     }
   }
 }
 
-std::string check(const UgSoftmaxParams* p, const UgSoftmaxRows* rows, bool backward) {
+// A split's second launch: every edge id's result from its row's statistics (result()), in
+// edge-id order (edge_dst: each edge id's destination), a thread a 16-byte vector of an edge row
+// where `vec` (the row's length a multiple of a vector), else a thread an element.
+template <typename DType, typename IdType, bool kBackward>
+__global__ void __launch_bounds__(kBlock)
+    edge_softmax_finish(const UgSoftmaxParams p, const IdType* edge_dst, const acc_t<DType>* stats, const bool vec) {
+  using Acc = acc_t<DType>;
+  constexpr int kVec = 16 / sizeof(DType);
+  const auto* x = static_cast<const DType*>(p.x);
+  const auto* y = static_cast<const DType*>(p.y);
+  auto* out = static_cast<DType*>(p.out);
+  const int64_t len = p.len;
+  const int64_t width = vec ? kVec : 1;        // elements a thread a step
+  const int64_t pieces = len / width;          // a row's pieces of `width`
+  const int64_t total = p.num_edges * pieces;
+  for (int64_t u = global_thread(); u < total; u += thread_count()) {
+    const int64_t e = pieces == 1 ? u : u / pieces;
+    const int64_t at = e * len + (u - e * pieces) * width;  // the piece's first element
+    const Acc* sum = stats + load_index(edge_dst + e) * len + (at - e * len);
+    const Acc* top = sum + p.num_dst * len;  // the forward's maxima
+    if (vec) {
+      alignas(16) DType xv[kVec], yv[kVec], ov[kVec];
+      *reinterpret_cast<uint4*>(xv) = __ldg(reinterpret_cast<const uint4*>(x + at));
+      if constexpr (kBackward) *reinterpret_cast<uint4*>(yv) = __ldg(reinterpret_cast<const uint4*>(y + at));
+#pragma unroll
+      for (int k = 0; k < kVec; ++k) {
+        ov[k] = from_acc<DType>(result<kBackward>(to_acc(xv[k]), kBackward ? to_acc(yv[k]) : Acc(0),
+                                                  kBackward ? Acc(0) : __ldg(top + k), __ldg(sum + k)));
+      }
+      *reinterpret_cast<uint4*>(out + at) = *reinterpret_cast<const uint4*>(ov);
+    } else {
+      out[at] = from_acc<DType>(result<kBackward>(load(x + at), kBackward ? load(y + at) : Acc(0),
+                                                  kBackward ? Acc(0) : __ldg(top), __ldg(sum)));
+    }
+  }
+}
+
+std::string check(const UgSoftmaxParams* p, const UgSoftmaxRows* rows, const UgSoftmaxSplit* split, bool backward_call) {
   if (!p) return "params is NULL";
   if (p->index_bits != 32 && p->index_bits != 64) return "index_bits must be 32 or 64, got " + std::to_string(p->index_bits);
   if (p->num_dst < 0 || p->num_edges < 0 || p->len < 0) return "negative size";
   if (p->index_bits == 32 && p->num_edges > INT32_MAX) return "num_edges does not fit 32-bit indices";
   if (p->dtype < UG_F32 || p->dtype > UG_BF16) return "unknown dtype " + std::to_string(p->dtype);
   if (!p->indptr) return "indptr is NULL";
-  if (p->num_edges > 0 && p->len > 0 && (!p->x || !p->out || (backward && !p->y)))
-    return std::string("x, out") + (backward ? " and y" : "") + " must be set when there are elements";
+  if (p->num_edges > 0 && p->len > 0 && (!p->x || !p->out || (backward_call && !p->y)))
+    return std::string("x, out") + (backward_call ? " and y" : "") + " must be set when there are elements";
   if (rows && (rows->max_degree < 0 || rows->num_long_rows < 0 || (rows->num_long_rows > 0 && !rows->long_rows)))
     return "rows: a negative max_degree or count, or long_rows NULL with a count";
+  if (split && (!split->edge_dst || !split->stats)) return "split: edge_dst and stats must both be set";
   return "";
 }
 
@@ -325,8 +406,9 @@ Tiers tiers(const UgSoftmaxParams& p, const UgSoftmaxRows* rows, int lanes_log2)
   return t;
 }
 
-int run(const UgSoftmaxParams* p, const UgSoftmaxRows* rows, void* stream, bool backward) {
-  const std::string why = check(p, rows, backward);
+int run(const UgSoftmaxParams* p, const UgSoftmaxRows* rows, const UgSoftmaxSplit* split, void* stream,
+        bool backward_call) {
+  const std::string why = check(p, rows, split, backward_call);
   if (!why.empty()) {
     set_last_error(why);
     return UG_ERR_INVALID;
@@ -340,38 +422,49 @@ int run(const UgSoftmaxParams* p, const UgSoftmaxRows* rows, void* stream, bool 
   const int64_t elem = p->dtype == UG_F64 ? 8 : p->dtype == UG_F32 ? 4 : 2;
   const int64_t vec_elems = 16 / elem;
   auto aligned = [](const void* q) { return reinterpret_cast<uintptr_t>(q) % 16 == 0; };
-  const bool vec = p->len % vec_elems == 0 && aligned(p->x) && aligned(p->out) && (!backward || aligned(p->y));
+  const bool vec = p->len % vec_elems == 0 && aligned(p->x) && aligned(p->out) && (!backward_call || aligned(p->y));
   const auto s = static_cast<cudaStream_t>(stream);
   const cudaError_t err = UG_DTYPE_SWITCH(p->dtype, DType, [&] {
     return UG_INDEX_SWITCH(p->index_bits, IdType, [&] {
-      auto launch = [&](auto backward_c, auto chunk_c) {
-        constexpr bool kBackward = decltype(backward_c)::value;
+      using Acc = acc_t<DType>;
+      auto* stats = split ? static_cast<Acc*>(split->stats) : nullptr;
+      auto launch = [&](auto pass_c, auto chunk_c) {
+        constexpr Pass kPass = decltype(pass_c)::value;
         constexpr int kC = decltype(chunk_c)::value;
         const auto* list = tier.warps > 0 ? static_cast<const IdType*>(rows->long_rows) : nullptr;
-        edge_softmax_rows<DType, IdType, kBackward, kC><<<grid_for(warps * kWarp), kBlock, 0, s>>>(
-            *p, lanes_log2, nullptr, 0, -1, tier.team, vec);
+        edge_softmax_rows<DType, IdType, kPass, kC><<<grid_for(warps * kWarp), kBlock, 0, s>>>(
+            *p, lanes_log2, nullptr, 0, -1, tier.team, vec, stats);
         if (tier.warps > 0) {
-          edge_softmax_rows<DType, IdType, kBackward, kC><<<grid_for(tier.warps * kWarp), kBlock, 0, s>>>(
-              *p, 5, list, rows->num_long_rows, tier.team, tier.warp, vec);
+          edge_softmax_rows<DType, IdType, kPass, kC><<<grid_for(tier.warps * kWarp), kBlock, 0, s>>>(
+              *p, 5, list, rows->num_long_rows, tier.team, tier.warp, vec, stats);
         }
         if (tier.blocks > 0) {
-          edge_softmax_heavy<DType, IdType, kBackward, kC><<<tier.blocks, kBlock, 0, s>>>(
-              *p, list, rows->num_long_rows, tier.warp, vec);
+          edge_softmax_heavy<DType, IdType, kPass, kC><<<tier.blocks, kBlock, 0, s>>>(
+              *p, list, rows->num_long_rows, tier.warp, vec, stats);
+        }
+        if constexpr (rows_only(kPass)) {
+          const int64_t width = vec ? 16 / int64_t(sizeof(DType)) : 1;
+          edge_softmax_finish<DType, IdType, backward(kPass)><<<grid_for(p->num_edges * (p->len / width)), kBlock, 0, s>>>(
+              *p, static_cast<const IdType*>(split->edge_dst), stats, vec);
         }
         return cudaGetLastError();
       };
       // The chunk: a whole row of one score (one head) or up to four, else 8 elements a pass (4
       // for float64, whose 8 would spill).
-      auto chunked = [&](auto backward_c) {
+      auto chunked = [&](auto pass_c) {
         using C1 = std::integral_constant<int, 1>;
         using C4 = std::integral_constant<int, 4>;
-        if (p->len == 1) return launch(backward_c, C1{});
+        if (p->len == 1) return launch(pass_c, C1{});
         if constexpr (sizeof(DType) < 8) {
-          if (p->len > 4) return launch(backward_c, std::integral_constant<int, 8>{});
+          if (p->len > 4) return launch(pass_c, std::integral_constant<int, 8>{});
         }
-        return launch(backward_c, C4{});
+        return launch(pass_c, C4{});
       };
-      return backward ? chunked(std::true_type{}) : chunked(std::false_type{});
+      using P = Pass;
+      if (!backward_call) {
+        return split ? chunked(std::integral_constant<P, P::kForwardRows>{}) : chunked(std::integral_constant<P, P::kForward>{});
+      }
+      return split ? chunked(std::integral_constant<P, P::kBackwardRows>{}) : chunked(std::integral_constant<P, P::kBackward>{});
     });
   });
   if (err != cudaSuccess) {
@@ -384,9 +477,11 @@ int run(const UgSoftmaxParams* p, const UgSoftmaxRows* rows, void* stream, bool 
 }  // namespace
 }  // namespace ugraph
 
-extern "C" int ug_cuda_edge_softmax_forward(const UgSoftmaxParams* p, const UgSoftmaxRows* rows, void* stream) {
-  return ugraph::run(p, rows, stream, false);
+extern "C" int ug_cuda_edge_softmax_forward(const UgSoftmaxParams* p, const UgSoftmaxRows* rows,
+                                            const UgSoftmaxSplit* split, void* stream) {
+  return ugraph::run(p, rows, split, stream, false);
 }
-extern "C" int ug_cuda_edge_softmax_backward(const UgSoftmaxParams* p, const UgSoftmaxRows* rows, void* stream) {
-  return ugraph::run(p, rows, stream, true);
+extern "C" int ug_cuda_edge_softmax_backward(const UgSoftmaxParams* p, const UgSoftmaxRows* rows,
+                                             const UgSoftmaxSplit* split, void* stream) {
+  return ugraph::run(p, rows, split, stream, true);
 }

@@ -25,11 +25,28 @@ typedef struct UgSoftmaxRows {
   int64_t num_long_rows;
 } UgSoftmaxRows;
 
+/* A softmax split in two launches, for graphs whose edge ids scatter each row's edges over the
+ * tensors: in one launch every row's x (and y) is read and its out written at scattered edge rows,
+ * a 32-byte sector for a 4-byte score. Split, the row kernels keep each row's statistics in a
+ * workspace (the forward's maxima and sums of x, the backward's sums of y, which reads no x), and
+ * a second launch writes every edge id's out in edge-id order, x, y and out coalesced. The values
+ * are the one launch's: the same statistics in the same order, the same rounding.
+ * edge_dst: the destination of each edge id ([num_edges], index_bits wide); stats: a workspace of
+ * num_dst x len float (double for float64) for the backward, twice that for the forward. Both
+ * device memory. */
+typedef struct UgSoftmaxSplit {
+  const void* edge_dst;
+  void* stats;
+} UgSoftmaxSplit;
+
 /* UG_OK; UG_ERR_INVALID for a broken contract, UG_ERR_CUDA for a failed launch (the reason in
- * ug_cuda_last_error()). indptr's values and long_rows are trusted: they are device memory.
- * rows NULL: every row stays with its team (correct, slower where one row holds many edges). */
-int ug_cuda_edge_softmax_forward(const UgSoftmaxParams* p, const UgSoftmaxRows* rows, void* stream);
-int ug_cuda_edge_softmax_backward(const UgSoftmaxParams* p, const UgSoftmaxRows* rows, void* stream);
+ * ug_cuda_last_error()). indptr's values, long_rows and edge_dst are trusted: they are device
+ * memory. rows NULL: every row stays with its team (correct, slower where one row holds many
+ * edges). split NULL: one launch. */
+int ug_cuda_edge_softmax_forward(const UgSoftmaxParams* p, const UgSoftmaxRows* rows, const UgSoftmaxSplit* split,
+                                 void* stream);
+int ug_cuda_edge_softmax_backward(const UgSoftmaxParams* p, const UgSoftmaxRows* rows, const UgSoftmaxSplit* split,
+                                  void* stream);
 
 #ifdef __cplusplus
 }

@@ -36,6 +36,14 @@ ZEROED_WORKSPACE_BYTES = 32 << 20
 # allocator's pool of the stream it was made on, where later work is ordered after its calls.
 ZEROED_WORKSPACE_STREAMS = 4
 
+# The CUDA softmax runs split in two launches (csrc/cuda/softmax.h's UgSoftmaxSplit) past this
+# many scores, forward and backward, on a graph whose edge ids scatter each row's edges
+# (UGraph.edge_order): each row's statistics, then every edge's result written in edge-id order.
+# One launch reads and writes its tensors at scattered edge rows, which L2 absorbs on smaller
+# graphs but not past it.
+SOFTMAX_SPLIT_FORWARD = 1 << 20
+SOFTMAX_SPLIT_BACKWARD = 1 << 20
+
 
 def workspace_zeroed(nbytes: int) -> int:
     """The params' workspace_zeroed for a CUDA workspace of nbytes: 1 (zero-filled and kept) up to
@@ -368,7 +376,7 @@ def edge_softmax(graph: UGraph, x: torch.Tensor, y: Optional[torch.Tensor] = Non
     the forward's output and y = x * (output gradient); returns y - sum(y) * x, the sum over
     each destination's in-edges. On CPU, float32 and float64 give the values of DGL's CPU
     kernels; on CUDA, DGL's CUDA operations computed in float (float64 for float64) and rounded
-    once."""
+    once. Past SOFTMAX_SPLIT_FORWARD / _BACKWARD scores it runs split on CUDA (the same values)."""
     if graph.device.type not in ("cpu", "cuda"):
         raise ValueError(f"the fused edge softmax runs on CPU and CUDA, the graph is on {graph.device}")
     if x.dtype not in DTYPE_CODES:
@@ -401,6 +409,19 @@ def edge_softmax(graph: UGraph, x: torch.Tensor, y: Optional[torch.Tensor] = Non
     # The long rows, a warp or a block each where too long for a team (kept with the graph).
     long_rows = graph.long_rows()
     args += (graph.stats.max, long_rows.data_ptr() if long_rows.numel() else 0, long_rows.numel())
+    # A split's destination of each edge id and its workspace of row statistics (sums, and the
+    # forward's maxima), alive here until queued: the caching allocator orders their reuse after
+    # this stream's launches.
+    split_past = SOFTMAX_SPLIT_FORWARD if y is None else SOFTMAX_SPLIT_BACKWARD
+    order = graph.edge_order() if out.numel() > split_past else None
+    if order is None:
+        args += (0, 0)
+    else:
+        stats = torch.empty((1 if y is not None else 2, graph.num_dst, out.numel() // graph.num_edges),
+                            device=x.device, dtype=torch.float64 if x.dtype == torch.float64 else torch.float32)
+        if POISON_OUTPUTS:
+            stats.fill_(float("nan"))
+        args += (order[1].data_ptr(), stats.data_ptr())
     if _cuda_get_device() == cuda_index:
         core.edge_softmax_cuda(*args, _cuda_raw_stream(cuda_index))
     else:

@@ -18,7 +18,7 @@ _HERE = pathlib.Path(__file__).resolve().parent
 sys.path[:0] = [p for p in (str(_HERE.parents[1]), str(_HERE.parent)) if p not in sys.path]
 
 from dgl_ugraph import UGraph  # noqa: E402
-from dgl_ugraph.core import _ext  # noqa: E402
+from dgl_ugraph.core import _ext, ops  # noqa: E402
 from dgl_ugraph.core.ops import edge_softmax  # noqa: E402
 from reference import SOFTMAX_DTYPES as DTYPES, dname, hub_graph, softmax_close, softmax_oracle, softmax_scores  # noqa: E402,E501
 
@@ -84,12 +84,16 @@ def test_team_sizes_and_a_huge_row(degree):
         check(graph, (4, 1), dtype, seed=degree)
 
 
+@pytest.mark.parametrize("split", [False, True], ids=["one_launch", "split"])
 @pytest.mark.parametrize("idtype", (torch.int32, torch.int64), ids=dname)
-def test_rows_of_every_tier(idtype):
+def test_rows_of_every_tier(idtype, split, monkeypatch):
     """A graph (1.8M edges, average in-degree 3) whose rows take all three tiers of the kernel on a
     GPU of 132 SMs: rows of up to 32 edges a one-lane team each, the 40 rows of 100 a warp each
     (read again in each pass), and the rows of 3,000 and 6,000 a block each (past 4 E / 4,224
-    resident warps = 1,740 in-edges, beside a longest row past three times that)."""
+    resident warps = 1,740 in-edges, beside a longest row past three times that). In one launch
+    and split: each tier writes the statistics of its own rows."""
+    for name in ("SOFTMAX_SPLIT_FORWARD", "SOFTMAX_SPLIT_BACKWARD"):
+        monkeypatch.setattr(ops, name, 0 if split else 1 << 62)
     gen = torch.Generator().manual_seed(7)
     nodes = 600_000
     dst = torch.cat([torch.randint(0, nodes, (1_800_000,), generator=gen), torch.arange(10, 50).repeat_interleave(100),
@@ -98,6 +102,32 @@ def test_rows_of_every_tier(idtype):
     graph = UGraph.from_coo(src, dst, nodes, nodes, idtype).to("cuda")
     for dtype, shape in ((torch.float32, (8, 1)), (torch.float16, (1,)), (torch.float32, (3,))):
         check(graph, shape, dtype, seed=3)
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=dname)
+@pytest.mark.parametrize("idtype", (torch.int32, torch.int64), ids=dname)
+@pytest.mark.parametrize("shape", [(), (4, 1), (3,), (8,), (12,), (130,)], ids=lambda s: "x".join(map(str, s)) or "1d")
+def test_split_gives_the_one_launch_values(shape, idtype, dtype, monkeypatch):
+    """The softmax split in two launches (each row's statistics, then every edge's result in
+    edge-id order), forward and backward, against the oracle, and bit for bit the one launch's
+    values: the same statistics in the same order, the same rounding. Widths in 16-byte vectors
+    (4, 8, 12) and element by element (1, 3, 130); rows of every tier (the hub row a block)."""
+    graph = hub_graph(idtype).to("cuda")
+    x = softmax_scores(graph, shape, dtype, 5).cuda()
+    gen = torch.Generator().manual_seed(6)
+    grad = torch.randn(x.shape, generator=gen, dtype=torch.float64).cuda()
+    results = {}
+    for split in (False, True):
+        for name in ("SOFTMAX_SPLIT_FORWARD", "SOFTMAX_SPLIT_BACKWARD"):
+            monkeypatch.setattr(ops, name, 0 if split else 1 << 62)
+        out = runs_twice(graph, x)
+        y = (out.double() * grad).to(dtype)
+        results[split] = out, runs_twice(graph, out, y)
+    out, got = results[True]
+    close(out, softmax_oracle(graph, x.double()), dtype)
+    close(got, softmax_oracle(graph, out.double(), (out.double() * grad).to(dtype).double()), dtype)
+    for a, b in zip(results[True], results[False]):
+        torch.testing.assert_close(a, b, rtol=0, atol=0)
 
 
 def test_identity_edge_ids_and_no_edges():
