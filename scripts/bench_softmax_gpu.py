@@ -2,7 +2,7 @@
 kernels (what the plugin ran before it), and DGL's own kernels.
 
     python scripts/bench_softmax_gpu.py [--graphs amazon0505,pubmed] [--heads 1 8] [--out bench/softmax_gpu.csv]
-                                        [--ungated] [--impls fused fused_1 chain dgl]
+                                        [--ungated] [--impls fused fused_1 chain dgl] [--kernels]
 
 On the GPU machine with the CUDA DGL build loaded (scripts/gpu_check.sh, stage dgl). Graphs: the
 full-size stand-ins of graph_suite.PAPER_STANDINS by name, with self-loops, as GATConv sees them;
@@ -15,6 +15,11 @@ Each implementation's softmax and gradient are first checked against DGL's float
 --ungated lifts the plugin's size rule (recognition.SOFTMAX_FUSED_*), so that the fused kernel
 runs every case; impl fused_1 is the fused kernel in one launch, never split
 (ops.SOFTMAX_SPLIT_FORWARD and _BACKWARD).
+
+--kernels times the fused kernel alone instead, in one launch and split (what_ kernel_forward
+and kernel_backward, impl one_launch and split): ops.edge_softmax on the graph's CSC as the plugin
+takes it from DGL, 20 calls back to back between CUDA events (the GPU's time, not the host's),
+the two alternating for --repeat rounds, medians per call.
 """
 from __future__ import annotations
 
@@ -34,6 +39,7 @@ from dgl.nn import GATConv  # noqa: E402
 
 import dgl_ugraph  # noqa: E402
 from dgl_ugraph.core import ops  # noqa: E402
+from dgl_ugraph.core.graph import UGraph  # noqa: E402
 from dgl_ugraph.dgl import interception, recognition  # noqa: E402
 from dgl_ugraph.tuning import graph_suite as gs  # noqa: E402
 from dgl_ugraph.tuning.shards import write_rows  # noqa: E402
@@ -94,6 +100,27 @@ def interleaved(fn, clock, repeat: int, impls) -> dict:
     return {impl: statistics.median(t) for impl, t in times.items()}
 
 
+def kernel_times(g, score, grad, repeat: int) -> dict:
+    """Median ms per call of the fused kernel's forward and backward, in one launch and split."""
+    indptr, indices, eids = g.adj_tensors("csc")
+    graph = UGraph.from_csc(indptr, indices, eids, g.num_src_nodes())
+    out = ops.edge_softmax(graph, score)
+    y = out * grad
+    calls = {"kernel_forward": lambda: ops.edge_softmax(graph, score),
+             "kernel_backward": lambda: ops.edge_softmax(graph, out, y)}
+    times = {}
+    for what, fn in calls.items():
+        for r in range(repeat):
+            for impl in (("one_launch", "split") if r % 2 == 0 else ("split", "one_launch")):
+                for name in SPLIT:
+                    setattr(ops, name, 1 << 62 if impl == "one_launch" else 0)
+                fn()
+                times.setdefault((what, impl), []).append(event_ms(lambda: [fn() for _ in range(20)]) / 20)
+    for name, past in SPLIT.items():
+        setattr(ops, name, past)
+    return {key: statistics.median(t) for key, t in times.items()}
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--graphs", default="amazon0505,amazon0601,soc-BlogCatalog,ppi,pubmed")
@@ -102,6 +129,7 @@ def main(argv=None):
     ap.add_argument("--out", default=str(ROOT / "bench" / "softmax_gpu.csv"))
     ap.add_argument("--ungated", action="store_true", help="the fused kernel runs every case (no size rule)")
     ap.add_argument("--impls", nargs="+", default=list(IMPLS), choices=IMPLS + ("fused_1",))
+    ap.add_argument("--kernels", action="store_true", help="the kernel alone, in one launch and split")
     args = ap.parse_args(argv)
     impls = tuple(args.impls)
     if args.ungated:
@@ -117,6 +145,15 @@ def main(argv=None):
             gen = torch.Generator().manual_seed(heads)
             score = (torch.randn(g.num_edges(), heads, 1, generator=gen) * 4).cuda()
             grad = torch.randn(score.shape, generator=gen).cuda()
+            if args.kernels:
+                ms = kernel_times(g, score, grad, args.repeat)
+                for what in ("kernel_forward", "kernel_backward"):
+                    one, split = ms[what, "one_launch"], ms[what, "split"]
+                    print(f"{name} E={g.num_edges()} heads={heads} {what}: one_launch={one:.4f} split={split:.4f} ms; "
+                          f"one/split {one / split:.2f}x", flush=True)
+                rows += [{"device": torch.cuda.get_device_name(), "graph": name, "V": n, "E": g.num_edges(),
+                          "heads": heads, "what": what, "impl": impl, "ms": round(t, 5)} for (what, impl), t in ms.items()]
+                continue
             torch.manual_seed(0)
             conv = GATConv(64, 8, heads).cuda()
 
