@@ -12,9 +12,9 @@ implementations interleaved after a warm-up, medians of --repeat calls:
   fwd+bwd       dgl.ops.edge_softmax and its backward (wall time to synchronize);
   gatconv       a GATConv layer (64 -> heads x 8) forward and backward (wall time to synchronize).
 Each implementation's softmax and gradient are first checked against DGL's float64 ones.
---ungated lifts the plugin's size rule (recognition.SOFTMAX_FUSED_*), so that the fused kernel
-runs every case; impl fused_1 is the fused kernel in one launch, never split
-(ops.SOFTMAX_SPLIT_FORWARD and _BACKWARD).
+--ungated lifts the plugin's rule for long rows (recognition.SOFTMAX_FUSED_MAX_DEGREE), so that
+the fused kernel runs every case; impl fused_1 is the fused kernel in one launch, never split
+(ops.SOFTMAX_SPLIT_ELEMENTS).
 
 --kernels times the fused kernel alone instead, in one launch and split (what_ kernel_forward
 and kernel_backward, impl one_launch and split): ops.edge_softmax on the graph's CSC as the plugin
@@ -45,7 +45,15 @@ from dgl_ugraph.tuning import graph_suite as gs  # noqa: E402
 from dgl_ugraph.tuning.shards import write_rows  # noqa: E402
 
 IMPLS = ("fused", "chain", "dgl")
-SPLIT = {name: getattr(ops, name) for name in ("SOFTMAX_SPLIT_FORWARD", "SOFTMAX_SPLIT_BACKWARD")}
+SPLIT = {name: getattr(ops, name) for name in ("SOFTMAX_SPLIT_ELEMENTS", "SOFTMAX_SPLIT_FORWARD_ROW_BYTES")}
+NEVER = {"SOFTMAX_SPLIT_ELEMENTS": 1 << 62}
+ALWAYS = {"SOFTMAX_SPLIT_ELEMENTS": 0, "SOFTMAX_SPLIT_FORWARD_ROW_BYTES": (0, 1 << 62)}
+
+
+def set_split(values: dict) -> None:
+    """ops' split rule: SPLIT's values, each replaced by one given here."""
+    for name, value in SPLIT.items():
+        setattr(ops, name, values.get(name, value))
 
 
 @contextlib.contextmanager
@@ -60,14 +68,12 @@ def mode(impl: str):
     dgl_ugraph.enable()
     if impl == "chain":
         interception._disable_cuda_softmax()
-    for name, past in SPLIT.items():
-        setattr(ops, name, 1 << 62 if impl == "fused_1" else past)
+    set_split(NEVER if impl == "fused_1" else {})
     try:
         yield
     finally:
         interception._enable_cuda_softmax()
-        for name, past in SPLIT.items():
-            setattr(ops, name, past)
+        set_split({})
 
 
 def event_ms(fn) -> float:
@@ -112,12 +118,10 @@ def kernel_times(g, score, grad, repeat: int) -> dict:
     for what, fn in calls.items():
         for r in range(repeat):
             for impl in (("one_launch", "split") if r % 2 == 0 else ("split", "one_launch")):
-                for name in SPLIT:
-                    setattr(ops, name, 1 << 62 if impl == "one_launch" else 0)
+                set_split(NEVER if impl == "one_launch" else ALWAYS)
                 fn()
                 times.setdefault((what, impl), []).append(event_ms(lambda: [fn() for _ in range(20)]) / 20)
-    for name, past in SPLIT.items():
-        setattr(ops, name, past)
+    set_split({})
     return {key: statistics.median(t) for key, t in times.items()}
 
 
@@ -133,7 +137,7 @@ def main(argv=None):
     args = ap.parse_args(argv)
     impls = tuple(args.impls)
     if args.ungated:
-        recognition.SOFTMAX_FUSED_ELEMENTS = recognition.SOFTMAX_FUSED_MAX_DEGREE = 1 << 62
+        recognition.SOFTMAX_FUSED_MAX_DEGREE = 1 << 62
     by_name = {s.name: s for s in gs.PAPER_STANDINS}
     rows = []
     for name in args.graphs.split(","):

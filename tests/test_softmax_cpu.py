@@ -299,25 +299,35 @@ def test_every_instruction_set_gives_the_same_values(tmp_path):
         assert torch.equal(edge_softmax(g, x), fwd) and torch.equal(edge_softmax(g, x, x * 0.5), bwd), (dtype, shape)
 
 
-def test_cuda_softmax_size_rule():
-    """recognition's rule for the fused CUDA softmax, whose logic CPU tensors exercise as well:
-    a row past SOFTMAX_FUSED_MAX_DEGREE in-edges leaves it to the five calls; past
-    SOFTMAX_FUSED_ELEMENTS scores, only a call whose backward autograd records does."""
+def test_cuda_softmax_split_and_size_rule():
+    """core.ops.softmax_splits and recognition's rule for the fused CUDA softmax, whose logic CPU
+    tensors exercise as well: past SOFTMAX_SPLIT_ELEMENTS scores on a graph whose edge ids
+    scatter its rows, the backward splits; the forward where its rows are 8 to 16 bytes or a row
+    passes SOFTMAX_SPLIT_FORWARD_DEGREE in-edges. A row past SOFTMAX_FUSED_MAX_DEGREE leaves the
+    call to the five calls unless it splits."""
+    from dgl_ugraph.core import ops
     from dgl_ugraph.dgl import recognition
 
     gen = torch.Generator().manual_seed(0)
-    graph = UGraph.from_coo(torch.randint(0, 100, (800,), generator=gen), torch.randint(0, 100, (800,), generator=gen),
-                            100, 100)
-    past = recognition._past_fused_softmax
-    wide = torch.randn(800, recognition.SOFTMAX_FUSED_ELEMENTS // 800 + 1)
-    assert past(graph, wide) is None
-    assert past(graph, torch.randn(800, 4, requires_grad=True)) is None
-    wide.requires_grad_()
-    assert past(graph, wide) == (f"{wide.numel()} scores with a backward, past the fused kernel's "
-                                 f"{recognition.SOFTMAX_FUSED_ELEMENTS}")
-    with torch.no_grad():
-        assert past(graph, wide) is None
+    edges = ops.SOFTMAX_SPLIT_ELEMENTS + 1000  # past the threshold with one score an edge
+    graph = UGraph.from_coo(torch.randint(0, 50_000, (edges,), generator=gen),
+                            torch.randint(0, 50_000, (edges,), generator=gen), 50_000, 50_000)
+    splits = ops.softmax_splits
+    small = UGraph.from_coo(torch.arange(800) % 100, torch.arange(800) % 97, 100, 100)
+    assert not splits(small, torch.randn(800, 3), backward=True)  # in L2: one launch
+    assert splits(graph, torch.randn(edges, 1), backward=True)
+    lo, hi = ops.SOFTMAX_SPLIT_FORWARD_ROW_BYTES
+    assert [splits(graph, torch.randn(edges, heads, dtype=dtype), backward=False)
+            for heads, dtype in ((1, torch.float32), (2, torch.float32), (4, torch.float32), (5, torch.float32),
+                                 (8, torch.float16), (8, torch.float32))] == \
+        [lo <= n <= hi for n in (4, 8, 16, 20, 16, 32)]
+    in_order = UGraph(graph.num_src, graph.num_dst, graph.indptr, graph.col, graph.row, None)
+    assert not splits(in_order, torch.randn(edges, 1), backward=True)  # CSC order is edge-id order already
+    rule = recognition._past_fused_softmax
+    assert rule(small, torch.randn(800, 4, requires_grad=True)) is None
+    assert rule(graph, torch.randn(edges, 1, requires_grad=True)) is None  # training splits the backward
     degree = recognition.SOFTMAX_FUSED_MAX_DEGREE + 1
     hub = UGraph.from_coo(torch.arange(degree) % 50, torch.zeros(degree, dtype=torch.long), 50, 50)
-    assert past(hub, torch.randn(degree, 2)) == (f"a row of {degree} in-edges, past the fused kernel's "
-                                                  f"{recognition.SOFTMAX_FUSED_MAX_DEGREE}")
+    assert rule(hub, torch.randn(degree, 2)) == (f"a row of {degree} in-edges, past the fused kernel's "
+                                                 f"{recognition.SOFTMAX_FUSED_MAX_DEGREE} in one launch")
+    assert rule(hub, torch.randn(degree, ops.SOFTMAX_SPLIT_ELEMENTS // degree + 1)) is None  # split

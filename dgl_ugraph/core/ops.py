@@ -36,13 +36,38 @@ ZEROED_WORKSPACE_BYTES = 32 << 20
 # allocator's pool of the stream it was made on, where later work is ordered after its calls.
 ZEROED_WORKSPACE_STREAMS = 4
 
-# The CUDA softmax runs split in two launches (csrc/cuda/softmax.h's UgSoftmaxSplit) past this
-# many scores, forward and backward, on a graph whose edge ids scatter each row's edges
-# (UGraph.edge_order): each row's statistics, then every edge's result written in edge-id order.
-# One launch reads and writes its tensors at scattered edge rows, which L2 absorbs on smaller
-# graphs but not past it.
-SOFTMAX_SPLIT_FORWARD = 1 << 20
-SOFTMAX_SPLIT_BACKWARD = 1 << 20
+# The CUDA softmax split in two launches (csrc/cuda/softmax.h's UgSoftmaxSplit): each row's
+# statistics, then every edge's result in edge-id order. One launch reads and writes its tensors
+# at the edge rows of each destination, scattered where edge ids are not in CSC order; past L2,
+# each score then costs a 32-byte sector. The split pays a second launch and its statistics (a
+# sum a row and element; the forward's maxima too). Measured against one launch, the kernels
+# alone (H100, 15 stand-ins of 0.9-5.8M edges x 1, 2, 4 and 8 heads of float32;
+# bench/raw/softmax_split_kernels_719e977d_s26_h100.csv):
+# - the backward (it reads x and y and writes out, all scattered) gains 1.03-3.18x on every one;
+# - the forward (it reads x and writes out) gains 1.11-1.87x with 2 and 4 heads (8- and 16-byte
+#   rows) but on the three graphs of 3 in-edges a row at 4 heads (0.96x); with 1 head it gains
+#   or loses up to a quarter (0.75-1.25x), and with 8 heads, whose 32-byte rows waste no sector,
+#   it loses up to 0.62x where rows are short (held in registers) and wins 1.47-1.87x only
+#   where they are long (walked, the rows read again).
+# So: the backward splits past SOFTMAX_SPLIT_ELEMENTS scores; the forward past it too where its
+# rows are of SOFTMAX_SPLIT_FORWARD_ROW_BYTES or a row passes SOFTMAX_SPLIT_FORWARD_DEGREE
+# in-edges. Smaller softmaxes, in L2 or bound by the host, keep one launch.
+SOFTMAX_SPLIT_ELEMENTS = 1 << 20
+SOFTMAX_SPLIT_FORWARD_ROW_BYTES = (8, 16)
+SOFTMAX_SPLIT_FORWARD_DEGREE = 1 << 10
+
+
+def softmax_splits(graph: UGraph, x: torch.Tensor, backward: bool) -> bool:
+    """Whether the CUDA edge softmax of x on graph runs split (SOFTMAX_SPLIT_* above). The first
+    such call of a graph builds its edge-id order (UGraph.edge_order), kept with the graph."""
+    if x.numel() <= SOFTMAX_SPLIT_ELEMENTS or graph.num_edges == 0:
+        return False
+    if not backward:
+        lo, hi = SOFTMAX_SPLIT_FORWARD_ROW_BYTES
+        row_bytes = x.numel() // graph.num_edges * x.element_size()
+        if not (lo <= row_bytes <= hi or graph.stats.max > SOFTMAX_SPLIT_FORWARD_DEGREE):
+            return False
+    return graph.edge_order() is not None
 
 
 def workspace_zeroed(nbytes: int) -> int:
@@ -376,7 +401,7 @@ def edge_softmax(graph: UGraph, x: torch.Tensor, y: Optional[torch.Tensor] = Non
     the forward's output and y = x * (output gradient); returns y - sum(y) * x, the sum over
     each destination's in-edges. On CPU, float32 and float64 give the values of DGL's CPU
     kernels; on CUDA, DGL's CUDA operations computed in float (float64 for float64) and rounded
-    once. Past SOFTMAX_SPLIT_FORWARD / _BACKWARD scores it runs split on CUDA (the same values)."""
+    once. On CUDA it runs split where softmax_splits says so (the same values)."""
     if graph.device.type not in ("cpu", "cuda"):
         raise ValueError(f"the fused edge softmax runs on CPU and CUDA, the graph is on {graph.device}")
     if x.dtype not in DTYPE_CODES:
@@ -412,11 +437,10 @@ def edge_softmax(graph: UGraph, x: torch.Tensor, y: Optional[torch.Tensor] = Non
     # A split's destination of each edge id and its workspace of row statistics (sums, and the
     # forward's maxima), alive here until queued: the caching allocator orders their reuse after
     # this stream's launches.
-    split_past = SOFTMAX_SPLIT_FORWARD if y is None else SOFTMAX_SPLIT_BACKWARD
-    order = graph.edge_order() if out.numel() > split_past else None
-    if order is None:
+    if not softmax_splits(graph, x, y is not None):
         args += (0, 0)
     else:
+        order = graph.edge_order()
         stats = torch.empty((1 if y is not None else 2, graph.num_dst, out.numel() // graph.num_edges),
                             device=x.device, dtype=torch.float64 if x.dtype == torch.float64 else torch.float32)
         if POISON_OUTPUTS:

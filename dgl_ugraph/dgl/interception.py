@@ -33,7 +33,7 @@ import torch
 from dgl_ugraph.core.ops import Plan, edge_softmax
 from dgl_ugraph.dgl import degrees, indexes, mean, patterns
 from dgl_ugraph.dgl.recognition import (Decision, after_failure, count_fallback, decision_for, make_op_info, meta,
-                                        softmax_trains, warn_once)
+                                        warn_once)
 from dgl_ugraph.dgl.stats import DGL, record, set_enabled
 
 # The DGL releases whose dgl.backend.pytorch.sparse binds these names with these signatures.
@@ -418,7 +418,7 @@ def _edge_softmax(gidx, logits, eids=None, norm_by="dst"):
     # As DGL's EdgeSoftmax: a softmax over each source's out-edges is the reverse graph's over
     # its destinations' in-edges (the reverse index, cached per graph by `indexes`).
     rows = gidx.reverse() if norm_by == "src" else gidx
-    return _route(rows, ("edge_softmax", key, meta(logits), softmax_trains(logits)), None, logits, None,
+    return _route(rows, ("edge_softmax", key, meta(logits)), None, logits, None,
                   lambda d, entry, x, y: _FusedEdgeSoftmax.apply(x, entry.ugraph, rows), native)
 
 

@@ -14,7 +14,7 @@ from typing import Optional
 
 import torch
 
-from dgl_ugraph.core import _ext
+from dgl_ugraph.core import _ext, ops
 from dgl_ugraph.core.abstraction import OpInfo, broadcast
 from dgl_ugraph.core.timing import measure_on_gpu
 from dgl_ugraph.dgl import cache, patterns
@@ -279,23 +279,16 @@ def decision_for(gidx, sig_key, op, lhs, rhs):
 # path, whole.
 
 # The fused CUDA softmax (csrc/cuda/softmax.cu) gives each destination row a team sized to the
-# average row, a warp or a block, by its length. Against the five calls on dgl_ugraph's kernels in
-# the same run (H100, session 25, scripts/bench_softmax_gpu.py with no rule;
-# bench/raw/softmax_gpu_fused_ungated_d2af6b34_s25_h100.csv), the forward alone wins on every
-# stand-in of 13K-5.3M edges with 1 and 8 heads (1.10-2.35x) but soc-BlogCatalog, whose rows of up
-# to 8,842 in-edges lose (0.73-0.86x). With its backward it wins up to ppi's 0.9M edges with one
-# head (1.47-1.72x; a GATConv layer 1.00-1.09x) and loses on larger ones (amazon0505, one head:
-# 0.64x): the backward reads the output and y and writes the gradient, all scattered by edge id,
-# where the five calls' backward makes one scattered pass. So it runs every call of rows up to
-# SOFTMAX_FUSED_MAX_DEGREE, and of those a call whose backward autograd records up to
-# SOFTMAX_FUSED_ELEMENTS scores; the five calls, whose kernels balance skewed rows, run the rest.
-SOFTMAX_FUSED_ELEMENTS = 1 << 20  # scores (edges x elements per edge), where a backward follows
+# average row, a warp or a block, by its length, and runs split in two launches on large graphs
+# whose edge ids scatter each row (core.ops.softmax_splits). Against the five calls on
+# dgl_ugraph's kernels in the same run (H100, scripts/bench_softmax_gpu.py with no rule,
+# bench/raw/softmax_gpu_split_ungated_719e977d_s26_h100.csv; 0.1-5.3M edges, 1 and 8 heads) it
+# wins the forward and the forward with its backward on every graph (1.07-3.5x), the backward split
+# past 2^20 scores. In one launch, rows past SOFTMAX_FUSED_MAX_DEGREE in-edges lose to the five
+# calls (soc-BlogCatalog, rows of up to 8,842: 0.73x with 8 heads; session 25), since each of its
+# passes walks such a row again; split, the same graph wins (1.16-1.38x). So a call of such rows
+# runs fused where it splits, and on the five calls, whose kernels balance skewed rows, otherwise.
 SOFTMAX_FUSED_MAX_DEGREE = 1 << 10  # the longest row's in-edges
-
-
-def softmax_trains(x) -> bool:
-    """Whether autograd records a backward of this softmax (part of its decision's key)."""
-    return x.requires_grad and torch.is_grad_enabled()
 
 
 # The operands _why_not checks: the forward reads one edge tensor, the backward two; the CUDA
@@ -307,10 +300,9 @@ _SOFTMAX_OPERANDS = {"edge_softmax_forward": patterns.Pattern("edge_softmax_forw
 
 def _past_fused_softmax(graph, x) -> Optional[str]:
     """Why the fused CUDA softmax leaves this call to the five calls, or None where it runs it."""
-    if graph.stats.max > SOFTMAX_FUSED_MAX_DEGREE:
-        return f"a row of {graph.stats.max} in-edges, past the fused kernel's {SOFTMAX_FUSED_MAX_DEGREE}"
-    if softmax_trains(x) and x.numel() > SOFTMAX_FUSED_ELEMENTS:
-        return f"{x.numel()} scores with a backward, past the fused kernel's {SOFTMAX_FUSED_ELEMENTS}"
+    if graph.stats.max > SOFTMAX_FUSED_MAX_DEGREE and not ops.softmax_splits(graph, x, backward=False):
+        return (f"a row of {graph.stats.max} in-edges, past the fused kernel's {SOFTMAX_FUSED_MAX_DEGREE} "
+                "in one launch")
     return None
 
 

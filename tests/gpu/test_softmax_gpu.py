@@ -36,6 +36,12 @@ def close(got, want, dtype):
     softmax_close(got, want, TOL[dtype])
 
 
+def split_every_call(monkeypatch, split: bool):
+    """The CUDA softmax split in two launches whatever the size (split) or never."""
+    monkeypatch.setattr(ops, "SOFTMAX_SPLIT_ELEMENTS", 0 if split else 1 << 62)
+    monkeypatch.setattr(ops, "SOFTMAX_SPLIT_FORWARD_ROW_BYTES", (0, 1 << 62))
+
+
 def runs_twice(graph, x, y=None):
     """Two calls into outputs that the caching allocator hands back poisoned: a result that moves
     between them is a race, one that keeps a NaN skipped an element."""
@@ -92,8 +98,7 @@ def test_rows_of_every_tier(idtype, split, monkeypatch):
     (read again in each pass), and the rows of 3,000 and 6,000 a block each (past 4 E / 4,224
     resident warps = 1,740 in-edges, beside a longest row past three times that). In one launch
     and split: each tier writes the statistics of its own rows."""
-    for name in ("SOFTMAX_SPLIT_FORWARD", "SOFTMAX_SPLIT_BACKWARD"):
-        monkeypatch.setattr(ops, name, 0 if split else 1 << 62)
+    split_every_call(monkeypatch, split)
     gen = torch.Generator().manual_seed(7)
     nodes = 600_000
     dst = torch.cat([torch.randint(0, nodes, (1_800_000,), generator=gen), torch.arange(10, 50).repeat_interleave(100),
@@ -118,8 +123,7 @@ def test_split_gives_the_one_launch_values(shape, idtype, dtype, monkeypatch):
     grad = torch.randn(x.shape, generator=gen, dtype=torch.float64).cuda()
     results = {}
     for split in (False, True):
-        for name in ("SOFTMAX_SPLIT_FORWARD", "SOFTMAX_SPLIT_BACKWARD"):
-            monkeypatch.setattr(ops, name, 0 if split else 1 << 62)
+        split_every_call(monkeypatch, split)
         out = runs_twice(graph, x)
         y = (out.double() * grad).to(dtype)
         results[split] = out, runs_twice(graph, out, y)
@@ -256,35 +260,47 @@ def test_what_keeps_dgls_path_is_counted_with_its_reason():
 
 
 @needs_dgl
-def test_calls_past_the_fused_kernels_reach_run_the_five_calls():
-    """More scores than SOFTMAX_FUSED_ELEMENTS with a backward to come, or a row longer than
-    SOFTMAX_FUSED_MAX_DEGREE: DGL's five calls run them on dgl_ugraph's kernels, and stats() says
-    so (no fallback). The same wide scores without a backward run fused."""
+def test_long_rows_run_the_five_calls_unless_split():
+    """A row longer than SOFTMAX_FUSED_MAX_DEGREE in a softmax that would run in one launch: DGL's
+    five calls run it on dgl_ugraph's kernels, and stats() says so (no fallback). Split (past
+    SOFTMAX_SPLIT_ELEMENTS scores), a graph with such a row runs fused, and so do wide scores with
+    a backward; each softmax and its gradient equal DGL's."""
     import dgl
     import dgl_ugraph
     from dgl_ugraph.dgl import recognition
 
-    dgl_ugraph.enable()
+    gen = torch.Generator().manual_seed(6)
     g = dgl_graph(seed=6)
-    wide = torch.randn(g.num_edges(), recognition.SOFTMAX_FUSED_ELEMENTS // g.num_edges() + 1, 1, device="cuda",
-                       requires_grad=True)
     hub = dgl.graph((torch.arange(2000) % 50, torch.zeros(2000, dtype=torch.long)), num_nodes=50).to("cuda")
-    on_hub = torch.randn(2000, 2, device="cuda")
-    ours = dgl.ops.edge_softmax(g, wide), dgl.ops.edge_softmax(hub, on_hub)
-    with dgl_ugraph.disabled():
-        theirs = dgl.ops.edge_softmax(g, wide), dgl.ops.edge_softmax(hub, on_hub)
-    for a, b in zip(ours, theirs):
-        torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-6)
-    configs = " | ".join(r["config"] for r in dgl_ugraph.stats()["signatures"] if r["pattern"] == "edge_softmax"
-                         and r["runs_on"] == "dgl_ugraph")
-    assert f"with a backward, past the fused kernel's {recognition.SOFTMAX_FUSED_ELEMENTS}" in configs
-    assert "as DGL's five calls (a row of 2000 in-edges" in configs
-    dgl_ugraph.reset_stats()
-    with torch.no_grad():
-        inference = dgl.ops.edge_softmax(g, wide)
-    torch.testing.assert_close(inference, theirs[0].detach(), rtol=1e-5, atol=1e-6)
-    ran = [(r["config"], r["calls"]) for r in dgl_ugraph.stats()["signatures"] if r["pattern"] == "edge_softmax"]
-    assert ran == [("cuda", 1)], ran
+    edges, nodes = ops.SOFTMAX_SPLIT_ELEMENTS // 2 + 1000, 20_000
+    big_dst = torch.cat([torch.zeros(3000, dtype=torch.long), torch.randint(0, nodes, (edges - 3000,), generator=gen)])
+    big = dgl.graph((torch.randint(0, nodes, (edges,), generator=gen), big_dst), num_nodes=nodes).to("cuda")
+    cases = {"hub": (hub, (2000, 2)), "wide": (g, (g.num_edges(), ops.SOFTMAX_SPLIT_ELEMENTS // g.num_edges() + 1, 1)),
+             "big_hub": (big, (edges, 2, 1))}
+    dgl_ugraph.enable()
+    configs = {}
+    for name, (graph, shape) in cases.items():
+        score = torch.randn(shape, generator=gen).cuda()
+        grad = torch.randn(shape, generator=gen).cuda()
+
+        def run():
+            x = score.clone().requires_grad_()
+            out = dgl.ops.edge_softmax(graph, x)
+            (out * grad).sum().backward()
+            return out.detach(), x.grad
+
+        dgl_ugraph.reset_stats()
+        out, out_grad = run()
+        configs[name] = {r["config"] for r in dgl_ugraph.stats()["signatures"] if r["pattern"] == "edge_softmax"}
+        with dgl_ugraph.disabled():
+            ref, ref_grad = run()
+        torch.testing.assert_close(out, ref, rtol=1e-5, atol=1e-6)
+        terms = (ref * grad).abs().max().item()
+        torch.testing.assert_close(out_grad, ref_grad, rtol=1e-5, atol=1e-6 * terms)
+    (hub_config,) = configs["hub"]
+    assert hub_config.startswith(f"as DGL's five calls (a row of 2000 in-edges, past the fused kernel's "
+                                 f"{recognition.SOFTMAX_FUSED_MAX_DEGREE} in one launch"), hub_config
+    assert configs["wide"] == configs["big_hub"] == {"cuda"}, configs
 
 
 @needs_dgl
