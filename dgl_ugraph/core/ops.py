@@ -41,14 +41,14 @@ ZEROED_WORKSPACE_STREAMS = 4
 # at the edge rows of each destination, scattered where edge ids are not in CSC order; past L2,
 # each score then costs a 32-byte sector. The split pays a second launch and its statistics (a
 # sum a row and element; the forward's maxima too). Measured against one launch, the kernels
-# alone (H100, 15 stand-ins of 0.9-5.8M edges x 1, 2, 4 and 8 heads of float32;
+# alone (H100, the 11 stand-ins of 0.9-5.8M edges x 1, 2, 4 and 8 heads of float32;
 # bench/raw/softmax_split_kernels_719e977d_s26_h100.csv):
 # - the backward (it reads x and y and writes out, all scattered) gains 1.03-3.18x on every one;
 # - the forward (it reads x and writes out) gains 1.11-1.87x with 2 and 4 heads (8- and 16-byte
 #   rows) but on the three graphs of 3 in-edges a row at 4 heads (0.96x); with 1 head it gains
 #   or loses up to a quarter (0.75-1.25x), and with 8 heads, whose 32-byte rows waste no sector,
-#   it loses up to 0.62x where rows are short (held in registers) and wins 1.47-1.87x only
-#   where they are long (walked, the rows read again).
+#   it loses down to 0.62x on those graphs of short rows (held in registers, read once) and wins
+#   up to 1.87x where rows are long (walked, read again in each pass).
 # So: the backward splits past SOFTMAX_SPLIT_ELEMENTS scores; the forward past it too where its
 # rows are of SOFTMAX_SPLIT_FORWARD_ROW_BYTES or a row passes SOFTMAX_SPLIT_FORWARD_DEGREE
 # in-edges. Smaller softmaxes, in L2 or bound by the host, keep one launch.

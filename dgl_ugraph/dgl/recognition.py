@@ -283,8 +283,8 @@ def decision_for(gidx, sig_key, op, lhs, rhs):
 # whose edge ids scatter each row (core.ops.softmax_splits). Against the five calls on
 # dgl_ugraph's kernels in the same run (H100, scripts/bench_softmax_gpu.py with no rule,
 # bench/raw/softmax_gpu_split_ungated_719e977d_s26_h100.csv; 0.1-5.3M edges, 1 and 8 heads) it
-# wins the forward and the forward with its backward on every graph (1.07-3.5x), the backward split
-# past 2^20 scores. In one launch, rows past SOFTMAX_FUSED_MAX_DEGREE in-edges lose to the five
+# wins the forward (1.19-2.56x) and the forward with its backward (1.07-1.66x) on every graph, the
+# backward split past 2^20 scores. In one launch, rows past SOFTMAX_FUSED_MAX_DEGREE in-edges lose to the five
 # calls (soc-BlogCatalog, rows of up to 8,842: 0.73x with 8 heads; session 25), since each of its
 # passes walks such a row again; split, the same graph wins (1.16-1.38x). So a call of such rows
 # runs fused where it splits, and on the five calls, whose kernels balance skewed rows, otherwise.
