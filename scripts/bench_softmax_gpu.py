@@ -16,8 +16,8 @@ Each implementation's softmax and gradient are first checked against DGL's float
 the fused kernel runs every case; impl fused_1 is the fused kernel in one launch, never split
 (ops.SOFTMAX_SPLIT_ELEMENTS).
 
---kernels times the fused kernel alone instead, in one launch and split (what_ kernel_forward
-and kernel_backward, impl one_launch and split): ops.edge_softmax on the graph's CSC as the plugin
+--kernels times the fused kernel alone instead, in one launch and split (what: kernel_forward
+and kernel_backward; impl one_launch and split): ops.edge_softmax on the graph's CSC as the plugin
 takes it from DGL, 20 calls back to back between CUDA events (the GPU's time, not the host's),
 the two alternating for --repeat rounds, medians per call.
 """
@@ -58,9 +58,8 @@ def set_split(values: dict) -> None:
 
 @contextlib.contextmanager
 def mode(impl: str):
-    """dgl_ugraph's fused softmax (fused; fused_1 never split); the plugin on
-    with DGL's softmax function, whose five calls then run on dgl_ugraph's kernels (chain); the
-    plugin off (dgl)."""
+    """dgl_ugraph's fused softmax (fused; fused_1 never split); the plugin on with DGL's softmax
+    function, whose five calls then run on dgl_ugraph's kernels (chain); the plugin off (dgl)."""
     if impl == "dgl":
         with dgl_ugraph.disabled():
             yield
