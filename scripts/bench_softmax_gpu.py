@@ -45,9 +45,10 @@ from dgl_ugraph.tuning import graph_suite as gs  # noqa: E402
 from dgl_ugraph.tuning.shards import write_rows  # noqa: E402
 
 IMPLS = ("fused", "chain", "dgl")
-SPLIT = {name: getattr(ops, name) for name in ("SOFTMAX_SPLIT_ELEMENTS", "SOFTMAX_SPLIT_FORWARD_ROW_BYTES")}
+SPLIT = {name: getattr(ops, name) for name in ("SOFTMAX_SPLIT_ELEMENTS", "SOFTMAX_SPLIT_FORWARD_ROW_BYTES",
+                                               "SOFTMAX_SPLIT_FORWARD_STATS_BYTES")}
 NEVER = {"SOFTMAX_SPLIT_ELEMENTS": 1 << 62}
-ALWAYS = {"SOFTMAX_SPLIT_ELEMENTS": 0, "SOFTMAX_SPLIT_FORWARD_ROW_BYTES": (0, 1 << 62)}
+ALWAYS = {"SOFTMAX_SPLIT_ELEMENTS": 0, "SOFTMAX_SPLIT_FORWARD_ROW_BYTES": 0, "SOFTMAX_SPLIT_FORWARD_STATS_BYTES": 1 << 62}
 
 
 def set_split(values: dict) -> None:

@@ -299,12 +299,13 @@ def test_every_instruction_set_gives_the_same_values(tmp_path):
         assert torch.equal(edge_softmax(g, x), fwd) and torch.equal(edge_softmax(g, x, x * 0.5), bwd), (dtype, shape)
 
 
-def test_cuda_softmax_split_and_size_rule():
+def test_cuda_softmax_split_and_size_rule(monkeypatch):
     """core.ops.softmax_splits and recognition's rule for the fused CUDA softmax, whose logic CPU
     tensors exercise as well: past SOFTMAX_SPLIT_ELEMENTS scores on a graph whose edge ids
-    scatter its rows, the backward splits; the forward where its rows are 8 to 16 bytes or a row
-    passes SOFTMAX_SPLIT_FORWARD_DEGREE in-edges. A row past SOFTMAX_FUSED_MAX_DEGREE leaves the
-    call to the five calls unless it splits."""
+    scatter its rows, the backward splits; the forward where a row passes
+    SOFTMAX_SPLIT_FORWARD_DEGREE in-edges, or its rows are of 8 bytes or more and their
+    statistics fit the budget (a CUDA device's L2; CPU tensors have none unless one is set). A
+    row past SOFTMAX_FUSED_MAX_DEGREE leaves the call to the five calls unless it splits."""
     from dgl_ugraph.core import ops
     from dgl_ugraph.dgl import recognition
 
@@ -316,11 +317,14 @@ def test_cuda_softmax_split_and_size_rule():
     small = UGraph.from_coo(torch.arange(800) % 100, torch.arange(800) % 97, 100, 100)
     assert not splits(small, torch.randn(800, 3), backward=True)  # in L2: one launch
     assert splits(graph, torch.randn(edges, 1), backward=True)
-    lo, hi = ops.SOFTMAX_SPLIT_FORWARD_ROW_BYTES
+    wide = torch.randn(edges, 2)
+    assert not splits(graph, wide, backward=False)  # no statistics budget on CPU
+    stats = 2 * 50_000 * 8 * 4  # a max and a sum a row and element, for 8 scores an edge
+    monkeypatch.setattr(ops, "SOFTMAX_SPLIT_FORWARD_STATS_BYTES", stats)
     assert [splits(graph, torch.randn(edges, heads, dtype=dtype), backward=False)
-            for heads, dtype in ((1, torch.float32), (2, torch.float32), (4, torch.float32), (5, torch.float32),
-                                 (8, torch.float16), (8, torch.float32))] == \
-        [lo <= n <= hi for n in (4, 8, 16, 20, 16, 32)]
+            for heads, dtype in ((1, torch.float32), (2, torch.float32), (5, torch.float32), (8, torch.float16),
+                                 (8, torch.float32), (9, torch.float32))] == \
+        [4 >= ops.SOFTMAX_SPLIT_FORWARD_ROW_BYTES, True, True, True, True, False]
     in_order = UGraph(graph.num_src, graph.num_dst, graph.indptr, graph.col, graph.row, None)
     assert not splits(in_order, torch.randn(edges, 1), backward=True)  # CSC order is edge-id order already
     rule = recognition._past_fused_softmax

@@ -44,17 +44,27 @@ ZEROED_WORKSPACE_STREAMS = 4
 # alone (H100, the 11 stand-ins of 0.9-5.8M edges x 1, 2, 4 and 8 heads of float32;
 # bench/raw/softmax_split_kernels_719e977d_s26_h100.csv):
 # - the backward (it reads x and y and writes out, all scattered) gains 1.03-3.18x on every one;
-# - the forward (it reads x and writes out) gains 1.11-1.87x with 2 and 4 heads (8- and 16-byte
-#   rows) but on the three graphs of 3 in-edges a row at 4 heads (0.96x); with 1 head it gains
-#   or loses up to a quarter (0.75-1.25x), and with 8 heads, whose 32-byte rows waste no sector,
-#   it loses down to 0.62x on those graphs of short rows (held in registers, read once) and wins
-#   up to 1.87x where rows are long (walked, read again in each pass).
-# So: the backward splits past SOFTMAX_SPLIT_ELEMENTS scores; the forward past it too where its
-# rows are of SOFTMAX_SPLIT_FORWARD_ROW_BYTES or a row passes SOFTMAX_SPLIT_FORWARD_DEGREE
-# in-edges. Smaller softmaxes, in L2 or bound by the host, keep one launch.
+# - the forward (it reads x and writes out, and pays twice the statistics: a max and a sum) with
+#   1 head gains or loses up to a quarter (0.75-1.25x, geomean 1.00); with 2, 4 and 8 heads it
+#   gains 1.05-1.87x wherever its statistics fit in L2 (the finish gathers them by destination)
+#   but on DD at 8 heads (0.97x), and loses where they do not (the 1.9M-row graphs of 3 in-edges
+#   a row: 0.96x at 4 heads, 0.62x at 8, 60 and 121 MB of statistics; at 2 heads, 30 MB, they
+#   gain 1.46x). Where rows pass 1,024 in-edges, one launch walks them in each pass, and the
+#   split wins at every width (artist, soc-BlogCatalog: 1.11-1.87x).
+# So: the backward splits past SOFTMAX_SPLIT_ELEMENTS scores; the forward past it too where a row
+# passes SOFTMAX_SPLIT_FORWARD_DEGREE in-edges, or where its rows are of at least
+# SOFTMAX_SPLIT_FORWARD_ROW_BYTES and its statistics fit in SOFTMAX_SPLIT_FORWARD_STATS_BYTES
+# (None: the device's L2 cache). Smaller softmaxes, in L2 or bound by the host, keep one launch.
 SOFTMAX_SPLIT_ELEMENTS = 1 << 20
-SOFTMAX_SPLIT_FORWARD_ROW_BYTES = (8, 16)
+SOFTMAX_SPLIT_FORWARD_ROW_BYTES = 8
+SOFTMAX_SPLIT_FORWARD_STATS_BYTES: Optional[int] = None
 SOFTMAX_SPLIT_FORWARD_DEGREE = 1 << 10
+
+
+@lru_cache(maxsize=16)
+def _l2_bytes(index: int) -> int:
+    """CUDA device index's L2 cache in bytes (0 where this torch does not say)."""
+    return getattr(torch.cuda.get_device_properties(index), "L2_cache_size", 0)
 
 
 def softmax_splits(graph: UGraph, x: torch.Tensor, backward: bool) -> bool:
@@ -62,10 +72,14 @@ def softmax_splits(graph: UGraph, x: torch.Tensor, backward: bool) -> bool:
     such call of a graph builds its edge-id order (UGraph.edge_order), kept with the graph."""
     if x.numel() <= SOFTMAX_SPLIT_ELEMENTS or graph.num_edges == 0:
         return False
-    if not backward:
-        lo, hi = SOFTMAX_SPLIT_FORWARD_ROW_BYTES
-        row_bytes = x.numel() // graph.num_edges * x.element_size()
-        if not (lo <= row_bytes <= hi or graph.stats.max > SOFTMAX_SPLIT_FORWARD_DEGREE):
+    if not backward and graph.stats.max <= SOFTMAX_SPLIT_FORWARD_DEGREE:
+        row = x.numel() // graph.num_edges
+        if row * x.element_size() < SOFTMAX_SPLIT_FORWARD_ROW_BYTES:
+            return False
+        budget = SOFTMAX_SPLIT_FORWARD_STATS_BYTES
+        if budget is None:
+            budget = _l2_bytes(_cuda_index(x.device)) if x.is_cuda else 0
+        if 2 * graph.num_dst * row * (8 if x.dtype == torch.float64 else 4) > budget:
             return False
     return graph.edge_order() is not None
 

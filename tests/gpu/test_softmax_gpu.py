@@ -39,7 +39,8 @@ def close(got, want, dtype):
 def split_every_call(monkeypatch, split: bool):
     """The CUDA softmax split in two launches whatever the size (split) or never."""
     monkeypatch.setattr(ops, "SOFTMAX_SPLIT_ELEMENTS", 0 if split else 1 << 62)
-    monkeypatch.setattr(ops, "SOFTMAX_SPLIT_FORWARD_ROW_BYTES", (0, 1 << 62))
+    monkeypatch.setattr(ops, "SOFTMAX_SPLIT_FORWARD_ROW_BYTES", 0)
+    monkeypatch.setattr(ops, "SOFTMAX_SPLIT_FORWARD_STATS_BYTES", 1 << 62)
 
 
 def runs_twice(graph, x, y=None):
