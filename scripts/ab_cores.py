@@ -66,8 +66,18 @@ def child(cases_file: str, out_file: str, core: str, rnd: int, no_hint: bool):
     with open(cases_file, newline="") as f:
         cases = [(g, op, int(F), dt, cfg) for g, op, F, dt, cfg in csv.reader(f)]
     rows, graph_name, graph = [], None, None
+
+    def flush():  # each graph's rows as it ends: a run cut off by a time limit keeps them
+        with open(out_file, "a", newline="") as f:
+            csv.DictWriter(f, FIELDS).writerows(rows)
+        done = len(rows)
+        rows.clear()
+        return done
+
+    done = 0
     for g, op, F, dt, cfg in cases:
         if g != graph_name:
+            done += flush()
             graph_name, graph = g, None
             torch.cuda.empty_cache()
             graph = load(g)
@@ -81,9 +91,8 @@ def child(cases_file: str, out_file: str, core: str, rnd: int, no_hint: bool):
             continue
         rows.append(dict(round=rnd, core=core, core_hash=core_hash, graph=g, op=op, F=F, dtype=dt, config=cfg,
                          ms=f"{t.ms:.5f}"))
-    with open(out_file, "a", newline="") as f:
-        csv.DictWriter(f, FIELDS).writerows(rows)
-    print(f"round {rnd} core {core} ({core_hash}): {len(rows)} cases", flush=True)
+    done += flush()
+    print(f"round {rnd} core {core} ({core_hash}): {done} cases", flush=True)
 
 
 def install(lib: pathlib.Path):
