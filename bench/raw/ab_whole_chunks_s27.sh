@@ -2,7 +2,8 @@
 # Session 27, device call 1: the whole-chunk fold (team.cuh Fold::run) against core 719e977d.
 # Builds the new core from .prebuilt, runs the kernel tests, then scripts/ab_cores.py on the
 # suite's aggregation cases (bench/kernels.csv, impl=ugraph: the selector's configurations).
-# Carry .prebuilt/*.xz, .gpu-deps/s27/old/libugraph_cuda.so.xz (core 719e977d), .gpu-deps/datasets.
+# Carry .prebuilt/*.xz, .gpu-deps/s27/old/libugraph_cuda.so.xz (core 719e977d built with
+# UGRAPH_DTYPES="f32;f16": the device tool carries 64 MiB in all), .gpu-deps/datasets.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 OUT=${OUT:-/tmp/ugraph_out}
@@ -17,7 +18,7 @@ python3 - <<'PY'
 import csv
 ops = {("copy_u-sum", "float32"), ("u_mul_e-sum", "float32"), ("copy_u-max", "float32"),
        ("gat_u_mul_e-sum", "float32"), ("copy_u-mean", "float32"),
-       ("copy_u-sum", "float16"), ("u_mul_e-sum", "float16"), ("copy_u-sum", "bfloat16")}
+       ("copy_u-sum", "float16"), ("u_mul_e-sum", "float16")}
 with open("bench/kernels.csv") as f, open("/tmp/ab_cases.csv", "w", newline="") as g:
     r = csv.DictReader(f)
     w = csv.DictWriter(g, r.fieldnames)
