@@ -111,11 +111,10 @@ struct LaneOffsets {
 
 // The messages of positions p .. p + kInFlight - 1 for one lane's elements, each position
 // clamped to `last` (the caller drops the repeats), so that a run shorter than kInFlight still
-// has all its loads in flight; without kClamp, the caller knows all kInFlight positions to be in
-// its run (`last` unused). ia/ib receive each position's operand rows. kRowKnown: the
+// has all its loads in flight; ia/ib receive each position's operand rows. kRowKnown: the
 // positions lie in destination row v, so a dst-typed operand needs no index load. Every index
 // load is issued before the feature loads, and every feature load before the first use.
-template <typename Op, bool kRowKnown, bool kClamp = true, int kVec, bool kGatherB, typename DType, typename IdType>
+template <typename Op, bool kRowKnown, int kVec, bool kGatherB, typename DType, typename IdType>
 __device__ __forceinline__ void messages(const OpArgs<DType, IdType>& x, const LaneOffsets<kVec, kGatherB, DType>& off,
                                          pos_t<IdType> p, pos_t<IdType> last, pos_t<IdType> v,
                                          acc_t<DType> (&out)[kInFlight][kVec], pos_t<IdType> (&ia)[kInFlight],
@@ -124,7 +123,7 @@ __device__ __forceinline__ void messages(const OpArgs<DType, IdType>& x, const L
   constexpr int N = kInFlight;
 #pragma unroll
   for (int u = 0; u < N; ++u) {
-    const pos_t<IdType> q = kClamp ? min(p + u, last) : p + u;
+    const pos_t<IdType> q = min(p + u, last);
     ia[u] = Op::use_lhs ? (kRowKnown ? x.a_rows.row(q, v) : x.a_rows.row(q)) : 0;
     ib[u] = Op::use_rhs ? (kRowKnown ? x.b_rows.row(q, v) : x.b_rows.row(q)) : 0;
   }
@@ -178,28 +177,13 @@ struct Fold {
     }
   }
 
-  // Folds positions [p, end) of destination row v (p <= end), kInFlight at a time: the whole
-  // chunks, then the rest as one chunk clamped to the last position. A whole chunk tests and
-  // clamps no position, so its loads and folds are straight-line code: a product and its sum
-  // fuse into one FFMA (the test put the add in a block of its own), max/min run no branch per
-  // position (the compiler branched around each position's selects), and the lane's operand
-  // pointers stay in registers. On an H100 build (sm_90, float32, kVec 4) a chunk of four
-  // positions went from 82 to 52 instructions for copy_u-sum, 127 to 82 for GAT's u_mul_e-sum
-  // and 126 to 84 for copy_u-max.
+  // Folds positions [p, end) of destination row v, kInFlight at a time.
   template <typename Op, bool kGatherB>
   __device__ __forceinline__ void run(const OpArgs<DType, IdType>& x, const LaneOffsets<kVec, kGatherB, DType>& off,
                                       pos_t<IdType> p, pos_t<IdType> end, pos_t<IdType> v) {
-    acc_t<DType> m[kInFlight][kVec];
-    pos_t<IdType> ia[kInFlight], ib[kInFlight];
-    // Not unrolled further: 8 positions in flight lost on every large graph (bench/NOTES.md,
-    // session 20).
-#pragma unroll 1
-    for (; end - p >= kInFlight; p += kInFlight) {
-      messages<Op, true, false>(x, off, p, p, v, m, ia, ib);
-#pragma unroll
-      for (int u = 0; u < kInFlight; ++u) add(m[u], kRows ? ia[u] : p + u, ib[u]);
-    }
-    if (p < end) {
+    for (; p < end; p += kInFlight) {
+      acc_t<DType> m[kInFlight][kVec];
+      pos_t<IdType> ia[kInFlight], ib[kInFlight];
       messages<Op, true>(x, off, p, end - 1, v, m, ia, ib);
 #pragma unroll
       for (int u = 0; u < kInFlight; ++u) {
@@ -568,8 +552,14 @@ __global__ void __launch_bounds__(kBlock, kMinBlocks)
   }
 }
 
+// Blocks an SM that vertex_aggregate is compiled for: 6 (40 registers) on int32 graphs, where
+// the sums fit in them anyway and max/min and a gathered B otherwise take 48 (40 resident warps
+// of 64 instead of 48).
+template <typename IdType>
+constexpr int kVertexMinBlocks = sizeof(IdType) == 4 ? 6 : kMinBlocks;
+
 template <typename Op, typename Reduce, int kVec, bool kGatherB, typename DType, typename IdType, typename Walk>
-__global__ void __launch_bounds__(kBlock, kMinBlocks)
+__global__ void __launch_bounds__(kBlock, kVertexMinBlocks<IdType>)
     vertex_aggregate(const OpArgs<DType, IdType> x, const Walk walk, const int group, const int lanes_log2,
                      const int64_t slabs, const int64_t heavy_degree) {
   const Topology<IdType>& g = x.graph;
