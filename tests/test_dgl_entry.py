@@ -119,3 +119,45 @@ def test_autocast_goes_through_dgl_s_entry(dgl_entries):
         want = sparse.gspmm(g._graph, "copy_lhs", "sum", x, None)
     assert out.dtype == want.dtype
     torch.testing.assert_close(out, want)
+
+
+@pytest.mark.parametrize("message,reduce_op", [(fn.copy_u("x", "m"), fn.max), (fn.u_mul_e("x", "w", "m"), fn.min),
+                                               (fn.u_add_e("x", "w", "m"), fn.max), (fn.copy_e("w", "m"), fn.min)])
+def test_a_max_min_no_backward_reads_runs_without_its_args(monkeypatch, message, reduce_op):
+    """On operands that need no gradient (inference: features computed under no_grad), DGL's
+    GSpMM would compute max/min's args and drop them: the plugin writes the output alone, DGL's
+    values to the bit. A call with an operand that needs its gradient keeps its args for DGL's
+    backward."""
+    made = []
+
+    def plan(*args, **kwargs):
+        made.append(kwargs.get("args", True))
+        return ops_plan(*args, **kwargs)
+
+    ops_plan = interception.Plan
+    monkeypatch.setattr(interception, "Plan", plan)
+    g = _graph(seed=5)
+    x, w = _inputs(g, seed=6)
+    g.ndata["x"], g.edata["w"] = x.detach(), w.detach().expand(-1, 4).contiguous()
+    with torch.no_grad():
+        g.update_all(message, reduce_op("m", "h"))
+        ours = g.ndata.pop("h")
+        g.update_all(message, reduce_op("m", "h"))  # the plan again
+        assert torch.equal(g.ndata.pop("h"), ours)
+    assert made == [False]
+    with dgl_ugraph.disabled(), torch.no_grad():
+        g.update_all(message, reduce_op("m", "h"))
+        assert torch.equal(g.ndata.pop("h"), ours)
+    # Recorded: the args are made, and the gradients are DGL's.
+    g.ndata["x"], g.edata["w"] = x, w.expand(-1, 4).contiguous()
+    g.update_all(message, reduce_op("m", "h"))
+    mine = torch.autograd.grad(g.ndata.pop("h").pow(2).sum(), (x, w), allow_unused=True)
+    assert made == [False, True]
+    with dgl_ugraph.disabled():
+        g.edata["w"] = w.expand(-1, 4).contiguous()
+        g.update_all(message, reduce_op("m", "h"))
+        theirs = torch.autograd.grad(g.ndata.pop("h").pow(2).sum(), (x, w), allow_unused=True)
+    for a, b in zip(mine, theirs):
+        assert (a is None) == (b is None)
+        if a is not None:
+            torch.testing.assert_close(a, b, rtol=0, atol=0)

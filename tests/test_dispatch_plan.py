@@ -107,6 +107,31 @@ def test_ugrapher_repeats_reuse_one_plan_per_signature(monkeypatch):
     assert held() is None
 
 
+MAX_MIN_CASES = [("copy_lhs", "max", "src", (8,), "null", None), ("mul", "max", "src", (4, 3), "edge", (4, 1)),
+                 ("add", "min", "src", (5,), "dst", (5,)), ("sub", "min", "edge", (3,), "dst", (1,)),
+                 ("copy_rhs", "max", "null", None, "edge", (2, 2))]
+
+
+@pytest.mark.parametrize("edge_op,gather,a_type,a_shape,b_type,b_shape", MAX_MIN_CASES)
+def test_max_min_without_args_give_the_same_values_and_no_args(edge_op, gather, a_type, a_shape, b_type, b_shape):
+    """args=False (a call no backward pass reads the winners of): C to the bit as with the args,
+    argA and argB None, each a plan of its own."""
+    g = graph(seed=11)
+    rows = {"src": g.num_src, "dst": g.num_dst, "edge": g.num_edges}
+    gen = torch.Generator().manual_seed(12)
+    a = torch.randn((rows[a_type],) + a_shape, generator=gen) if a_shape else None
+    b = torch.randn((rows[b_type],) + b_shape, generator=gen) if b_shape else None
+    op = OpInfo(edge_op, gather, a, a_type, b, b_type, "dst")
+    full = ugrapher(g, op)
+    assert (full[1] is not None) == (a is not None) and (full[2] is not None) == (b is not None)
+    for _ in range(2):  # the first call, then its plan
+        c, arg_a, arg_b = ugrapher(g, op, args=False)
+        assert arg_a is None and arg_b is None and torch.equal(c, full[0])
+    assert len(g.plans) == 2
+    prepared = ops.prepare(g, op, args=False)
+    assert prepared.outputs[1:] == (None, None) and torch.equal(prepared.run()[0], full[0])
+
+
 def test_ugrapher_repeat_calls_follow_dtype_device_and_strides():
     """A plan is reused only for operands of its shapes, dtype and device: anything else is
     checked (and planned) afresh, and a repeat call's strides are its own."""
@@ -136,21 +161,22 @@ def test_ugrapher_plan_key_follows_every_setting_the_policy_reads(monkeypatch):
     for name in ("DGL_UGRAPH_STRATEGY", "DGL_UGRAPH_DETERMINISTIC", "DGL_UGRAPH_AUTOTUNE", "DGL_UGRAPH_AUTOTUNE_TOPK",
                  "DGL_UGRAPH_MODEL", "DGL_UGRAPH_PREDICTOR"):
         monkeypatch.delenv(name, raising=False)
-    base = policy._plan_key(op, None)
+    base = policy._plan_key(op, None, True)
+    assert policy._plan_key(op, None, False) != base
     for name, value in (("DGL_UGRAPH_STRATEGY", "warp_edge:16:1"), ("DGL_UGRAPH_DETERMINISTIC", "1"),
                         ("DGL_UGRAPH_AUTOTUNE", "1"), ("DGL_UGRAPH_AUTOTUNE_TOPK", "3"),
                         ("DGL_UGRAPH_MODEL", "/no/such/model.json"), ("DGL_UGRAPH_PREDICTOR", "0")):
         monkeypatch.setenv(name, value)
-        assert policy._plan_key(op, None) != base, name
+        assert policy._plan_key(op, None, True) != base, name
         monkeypatch.delenv(name)
-        assert policy._plan_key(op, None) == base, name
+        assert policy._plan_key(op, None, True) == base, name
     was = torch.are_deterministic_algorithms_enabled()
     try:
         torch.use_deterministic_algorithms(True)
-        assert policy._plan_key(op, None) != base
+        assert policy._plan_key(op, None, True) != base
     finally:
         torch.use_deterministic_algorithms(was)
-    assert policy._plan_key(op, None) == base
+    assert policy._plan_key(op, None, True) == base
 
 
 def test_ugrapher_a_new_graph_at_a_dead_graphs_address_gets_its_own_plan():

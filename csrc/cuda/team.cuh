@@ -552,14 +552,8 @@ __global__ void __launch_bounds__(kBlock, kMinBlocks)
   }
 }
 
-// Blocks an SM that vertex_aggregate is compiled for: 6 (40 registers) on int32 graphs, where
-// the sums fit in them anyway and max/min and a gathered B otherwise take 48 (40 resident warps
-// of 64 instead of 48).
-template <typename IdType>
-constexpr int kVertexMinBlocks = sizeof(IdType) == 4 ? 6 : kMinBlocks;
-
 template <typename Op, typename Reduce, int kVec, bool kGatherB, typename DType, typename IdType, typename Walk>
-__global__ void __launch_bounds__(kBlock, kVertexMinBlocks<IdType>)
+__global__ void __launch_bounds__(kBlock, kMinBlocks)
     vertex_aggregate(const OpArgs<DType, IdType> x, const Walk walk, const int group, const int lanes_log2,
                      const int64_t slabs, const int64_t heavy_degree) {
   const Topology<IdType>& g = x.graph;

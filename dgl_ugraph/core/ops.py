@@ -236,9 +236,11 @@ def _uses_long_rows(op: OpInfo, device: torch.device) -> bool:
     return device.type == "cuda" and op.gather_op != "none"
 
 
-def prepare(graph: UGraph, op_info: OpInfo, parallel_info: Optional[ParallelInfo] = None) -> Prepared:
-    """Checks the call, allocates C (and argA/argB for max/min) and fills the params. On CUDA,
-    `parallel_info` configures it; without one it stays pending (see Prepared). On CPU it is
+def prepare(graph: UGraph, op_info: OpInfo, parallel_info: Optional[ParallelInfo] = None,
+            args: bool = True) -> Prepared:
+    """Checks the call, allocates C (and argA/argB for max/min, unless `args` is False: a call
+    that no backward pass reads them for, which then writes C alone) and fills the params. On
+    CUDA, `parallel_info` configures it; without one it stays pending (see Prepared). On CPU it is
     ignored."""
     op = op_info
     a = op.A if uses_lhs(op.edge_op) else None
@@ -257,7 +259,7 @@ def prepare(graph: UGraph, op_info: OpInfo, parallel_info: Optional[ParallelInfo
         raise ValueError(f"dgl_ugraph runs on CPU and CUDA devices, not {device}")
     c = torch.empty((c_rows,) + bc.out_shape, dtype=dtype, device=device)
     arg_a = arg_b = None
-    if op.gather_op in ("max", "min"):
+    if args and op.gather_op in ("max", "min"):
         if a is not None:
             arg_a = torch.empty(c.shape, dtype=graph.idtype, device=device)
         if b is not None:
@@ -315,10 +317,10 @@ class Plan:
                  "_run_cuda_with")
 
     def __init__(self, graph: UGraph, op_info: OpInfo, parallel_info: Optional[ParallelInfo] = None,
-                 first: Optional[Prepared] = None):
+                 first: Optional[Prepared] = None, args: bool = True):
         """`first`: the call already prepared and configured (selection's policy.plan hands it);
-        else it is prepared here with `parallel_info`."""
-        first = first or prepare(graph, op_info, parallel_info)
+        else it is prepared here with `parallel_info` and `args` (prepare's)."""
+        first = first or prepare(graph, op_info, parallel_info, args)
         if first.pending:
             raise ValueError("a CUDA plan needs the ParallelInfo that selection chose")
         c, arg_a, arg_b = first.outputs

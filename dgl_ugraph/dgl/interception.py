@@ -25,6 +25,7 @@ import contextlib
 import importlib
 import inspect
 import re
+import sys
 import threading
 import warnings
 
@@ -62,6 +63,10 @@ class UnsupportedDGLError(RuntimeError):
 
 
 _dgl = {}  # DGL's own functions, captured by enable()
+# The code objects of the DGL callers of _gspmm that read max/min's args only for a backward
+# pass: GSpMM.forward keeps them only where an operand needs its gradient, EdgeSoftmax.forward
+# reads the output alone (captured by enable(); a DGL without one leaves it None).
+_args_callers = {"GSpMM": None, "EdgeSoftmax": None}
 _enabled = False
 _lock = threading.Lock()
 
@@ -113,6 +118,9 @@ def enable():
                 _dgl[name] = current
         for name in present:
             setattr(sparse, name, _REPLACEMENTS[name])
+        for name in _args_callers:
+            forward = getattr(getattr(sparse, name, None), "forward", None)
+            _args_callers[name] = getattr(forward, "__code__", None)
         _enable_cuda_softmax()
         degrees.enable()
         indexes.enable()
@@ -191,14 +199,17 @@ def enable_quietly():
 # ---- the replacements ---------------------------------------------------------------------------
 
 
-def _planned(d: Decision, graph, lhs, rhs):
+def _planned(d: Decision, graph, lhs, rhs, args=True):
     """The decision's kernel call: planned by its first call, each later one reusing the plan."""
     if d.plan is None:
-        d.plan = Plan(graph, make_op_info(d.pattern, lhs, rhs), d.choice.parallel_info if d.choice else None)
+        d.plan = Plan(graph, make_op_info(d.pattern, lhs, rhs), d.choice.parallel_info if d.choice else None,
+                      args=args)
     return d.plan.run(lhs, rhs)  # the plan reads only the operands its pattern uses
 
 
-def _run_spmm(d: Decision, entry, lhs, rhs):
+def _run_spmm(d: Decision, entry, lhs, rhs, args=True):
+    """(out, (argX, argY)) as DGL's _gspmm; without `args`, max/min's args are None (their
+    decision is keyed apart: _spmm)."""
     plan = d.plan  # made by the first call on a graph with edges
     if plan is not None and d.plain:
         out, arg_a, arg_b = plan.run(lhs, rhs)
@@ -213,11 +224,11 @@ def _run_spmm(d: Decision, entry, lhs, rhs):
         # DGL skips its kernel on a graph without edges and returns the zeros it allocated.
         x = lhs if p.A_type != "null" else rhs
         out = torch.zeros((graph.num_dst,) + d.out_shape, dtype=x.dtype, device=x.device)
-        cmp = p.gather_op in ("max", "min")
+        cmp = args and p.gather_op in ("max", "min")
         arg_a = torch.zeros(out.shape, dtype=graph.idtype, device=x.device) if cmp and p.A_type != "null" else None
         arg_b = torch.zeros(out.shape, dtype=graph.idtype, device=x.device) if cmp and p.B_type != "null" else None
     else:
-        out, arg_a, arg_b = _planned(d, graph, lhs, rhs)
+        out, arg_a, arg_b = _planned(d, graph, lhs, rhs, args)
     if d.squeeze_out:
         out = out.squeeze(-1)
     if d.expand_lhs and arg_a is not None:
@@ -259,11 +270,18 @@ def _route(gidx, sig_key, op, lhs, rhs, run, native):
     return native()
 
 
-def _spmm(gidx, op, reduce_op, u, e, native):
+def _run_spmm_out(d: Decision, entry, lhs, rhs):
+    return _run_spmm(d, entry, lhs, rhs, args=False)
+
+
+def _spmm(gidx, op, reduce_op, u, e, native, args=True):
+    """`args` False: a max/min whose argX/argY no one reads (see _gspmm_entry) runs without them,
+    on a decision of its own (key slot 3: "no args"), its args None."""
     lhs = u if op != "copy_rhs" else None
     rhs = e if op != "copy_lhs" else None
-    sig_key = ("gspmm", op, reduce_op, None, meta(lhs), meta(rhs))
-    return _route(gidx, sig_key, op, lhs, rhs, _run_spmm, native)
+    out_only = not args and reduce_op in ("max", "min")
+    sig_key = ("gspmm", op, reduce_op, "no args" if out_only else None, meta(lhs), meta(rhs))
+    return _route(gidx, sig_key, op, lhs, rhs, _run_spmm_out if out_only else _run_spmm, native)
 
 
 def _sddmm(gidx, op, lhs, rhs, lhs_target, rhs_target, native):
@@ -273,7 +291,23 @@ def _sddmm(gidx, op, lhs, rhs, lhs_target, rhs_target, native):
     return _route(gidx, sig_key, op, used_lhs, used_rhs, _run_sddmm, native)
 
 
-def _gspmm(gidx, op, reduce_op, u, e):
+def _args_read(caller, u, e) -> bool:
+    """Whether `caller` (the code object that called _gspmm) reads a max/min's argX/argY: DGL's
+    GSpMM.forward keeps them for its backward only where an operand needs its gradient (no
+    backward runs otherwise: a call under no_grad, as in inference), EdgeSoftmax.forward never;
+    any other caller gets them."""
+    if caller is _args_callers["GSpMM"]:
+        return (u is not None and u.requires_grad) or (e is not None and e.requires_grad)
+    return caller is not _args_callers["EdgeSoftmax"]
+
+
+def _gspmm(gidx, op, reduce_op, u, e, args=None):
+    """DGL's _gspmm. A max/min whose args no one reads (`args` False, or a caller that
+    _args_read clears) runs without them and returns None for them: DGL's GSpMM would compute
+    and drop them, the plugin writes the output alone (one output fewer to allocate and write, as
+    many bytes as the output itself at int32 ids)."""
+    if args is None:
+        args = reduce_op not in ("max", "min") or _args_read(sys._getframe(1).f_code, u, e)
     if reduce_op == "sum" and mean.take():  # dgl.ops.gspmm's mean, divided in the kernel
         return _spmm(gidx, op, "mean", u, e, lambda: mean.undivided(_dgl["_gspmm"](gidx, op, "sum", u, e)))
     if reduce_op == "mean":  # DGL never passes a mean; its kernel raises on one
@@ -281,7 +315,7 @@ def _gspmm(gidx, op, reduce_op, u, e):
         count_fallback(key, patterns.unsupported_reason(key), u if op != "copy_rhs" else None,
                        e if op != "copy_lhs" else None, gidx)
         return _dgl["_gspmm"](gidx, op, reduce_op, u, e)
-    return _spmm(gidx, op, reduce_op, u, e, lambda: _dgl["_gspmm"](gidx, op, reduce_op, u, e))
+    return _spmm(gidx, op, reduce_op, u, e, lambda: _dgl["_gspmm"](gidx, op, reduce_op, u, e), args)
 
 
 def _gsddmm(gidx, op, lhs, rhs, lhs_target="u", rhs_target="v"):
@@ -311,12 +345,13 @@ def _dgl_rewrite(op, rhs):
 # through autograd.Function.apply and the autocast checks to reach _gspmm/_gsddmm. Inside a
 # backward pass (grad mode off) autograd records nothing, so the call goes straight to the kernel
 # with DGL's rewrite: the same result without the apply (tens of microseconds of host time per
-# call on the GPU machine, about ten calls per GAT training step).
+# call on the GPU machine, about ten calls per GAT training step). Such a call returns the output
+# alone, so a max/min runs without its args.
 def _gspmm_entry(gidx, op, reduce_op, lhs_data, rhs_data):
     if _recorded(lhs_data, rhs_data):
         return _dgl["gspmm"](gidx, op, reduce_op, lhs_data, rhs_data)
     op, rhs_data = _dgl_rewrite(op, rhs_data)
-    return _gspmm(gidx, op, reduce_op, lhs_data, rhs_data)[0]
+    return _gspmm(gidx, op, reduce_op, lhs_data, rhs_data, args=False)[0]
 
 
 def _gsddmm_entry(gidx, op, lhs_data, rhs_data, lhs_target="u", rhs_target="v"):

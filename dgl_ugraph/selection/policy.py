@@ -142,19 +142,19 @@ def choose_for(graph: UGraph, op_info: OpInfo, measure: Optional[Measure] = None
 
 
 def prepare(graph: UGraph, op_info: OpInfo, parallel_info: Optional[ParallelInfo] = None,
-            measure: Optional[Measure] = measure_on_gpu) -> ops.Prepared:
+            measure: Optional[Measure] = measure_on_gpu, args: bool = True) -> ops.Prepared:
     """`ops.prepare`, with the configuration `choose` gives a CUDA call that has none (autotuning
     times candidates with `measure`)."""
-    prepared = ops.prepare(graph, op_info, parallel_info)
+    prepared = ops.prepare(graph, op_info, parallel_info, args)
     if prepared.pending:
         prepared.configure(choose(graph, prepared.signature, op_info, measure))
     return prepared
 
 
 def plan(graph: UGraph, op_info: OpInfo, parallel_info: Optional[ParallelInfo] = None,
-         measure: Optional[Measure] = measure_on_gpu) -> ops.Plan:
+         measure: Optional[Measure] = measure_on_gpu, args: bool = True) -> ops.Plan:
     """`ops.Plan` for the kernel API's repeated calls, configured as `prepare` configures."""
-    return ops.Plan(graph, op_info, first=prepare(graph, op_info, parallel_info, measure))
+    return ops.Plan(graph, op_info, first=prepare(graph, op_info, parallel_info, measure, args))
 
 
 # Plans of ugrapher's repeat calls: per graph object (UGraph.plans), its most recent signatures.
@@ -162,14 +162,14 @@ _PLANS_PER_GRAPH = 64
 _plans_lock = threading.Lock()
 
 
-def _plan_key(op_info: OpInfo, parallel_info: Optional[ParallelInfo]) -> tuple:
-    """What a plan fixes: the operator (C_type follows from gather_op), its operands' shapes,
-    dtype and device (.device: get_device() gives -1 for CPU and meta tensors alike), and what
-    its configuration was chosen from: the parallel info given, or the selection state. Built
-    from attributes alone, on every call, with selection_state's parts read directly (a frame
-    less)."""
+def _plan_key(op_info: OpInfo, parallel_info: Optional[ParallelInfo], args: bool) -> tuple:
+    """What a plan fixes: the operator (C_type follows from gather_op), whether max/min write
+    their args, its operands' shapes, dtype and device (.device: get_device() gives -1 for CPU and
+    meta tensors alike), and what its configuration was chosen from: the parallel info given, or
+    the selection state. Built from attributes alone, on every call, with selection_state's parts
+    read directly (a frame less)."""
     a, b = op_info.A, op_info.B
-    return (op_info.edge_op, op_info.gather_op, op_info.A_type, op_info.B_type, parallel_info,
+    return (op_info.edge_op, op_info.gather_op, args, op_info.A_type, op_info.B_type, parallel_info,
             settings.selection_state(), _deterministic(),
             None if a is None else a.shape, None if a is None else a.dtype, None if a is None else a.device,
             None if b is None else b.shape, None if b is None else b.dtype, None if b is None else b.device)
@@ -184,19 +184,20 @@ def _remember(graph: UGraph, key: tuple, plan_: ops.Plan) -> None:
 
 
 def ugrapher(graph: UGraph, op_info: OpInfo, parallel_info: Optional[ParallelInfo] = None,
-             measure: Optional[Measure] = measure_on_gpu):
+             measure: Optional[Measure] = measure_on_gpu, args: bool = True):
     """Runs the unified operator. Returns (C, argA, argB); the args are None unless gather_op is
-    max/min and the edge_op reads that operand. On CUDA, without `parallel_info`, the policy
-    chooses one; on CPU, parallel_info is ignored.
+    max/min, the edge_op reads that operand and `args` is True (False: C alone, the same values,
+    without the winners' rows that only a backward pass reads). On CUDA, without
+    `parallel_info`, the policy chooses one; on CPU, parallel_info is ignored.
 
     A repeat call (same graph object, operator, operand shapes, dtype, device and settings)
     reuses the first call's checks, choice and packed params (`ops.Plan`): it allocates its
     outputs and launches."""
-    key = _plan_key(op_info, parallel_info)
+    key = _plan_key(op_info, parallel_info, args)
     plan_ = graph.plans.get(key)
     if plan_ is not None:
         return plan_.run(op_info.A, op_info.B)
-    prepared = prepare(graph, op_info, parallel_info, measure)
+    prepared = prepare(graph, op_info, parallel_info, measure, args)
     result = prepared.run()
     _remember(graph, key, ops.Plan(graph, op_info, first=prepared))
     return result
