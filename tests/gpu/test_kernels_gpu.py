@@ -123,6 +123,35 @@ def test_strategy_matches_oracle(strategy, dtype, idtype):
     assert not failures, f"{len(failures)} of {ran} failed:\n" + "\n".join(failures[:40])
 
 
+@pytest.mark.parametrize("idtype", (torch.int32, torch.int64), ids=("i32", "i64"))
+@pytest.mark.parametrize("strategy", STRATEGIES)
+def test_max_min_without_args_write_the_same_output(strategy, idtype):
+    """args=False (no backward reads the winners): every max/min op of the switching space, on
+    each strategy at three (g, t) samples, outputs poisoned, writes C to the bit as with its
+    args, and no args."""
+    compiled = _ext.compiled_cuda_keys()
+    graph = suite_graph(idtype, "cuda", seed=5)
+    gen = torch.Generator().manual_seed(17)
+    samples = itertools.cycle(PARALLEL_SAMPLES)
+    ran, failures = 0, []
+    for dtype in (torch.float32, torch.float16):
+        for case in op_cases():
+            op = make_op(case, graph, dtype, "cuda", gen)
+            if op.gather_op not in ("max", "min"):
+                continue
+            sig, _ = ops.signature(graph, op)
+            g, t = next(samples)
+            pinfo = ParallelInfo(strategy, g, t)
+            if why_not(strategy, sig, graph.num_edges, compiled):
+                continue
+            full = ugrapher(graph, op, pinfo)[0]
+            c, arg_a, arg_b = ugrapher(graph, op, pinfo, args=False)
+            ran += 1
+            if arg_a is not None or arg_b is not None or not torch.equal(c, full):
+                failures.append(f"{case} {dtype} {pinfo}")
+    assert ran and not failures, f"{len(failures)} of {ran} differ:\n" + "\n".join(failures[:40])
+
+
 @pytest.mark.parametrize("strategy", STRATEGIES)
 def test_zero_edges_and_wide_rows(strategy):
     """Zero edges (every row empty) and a width past one warp's 32 lanes many times (F = 257)."""
