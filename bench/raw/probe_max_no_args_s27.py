@@ -15,6 +15,7 @@ import statistics
 import sys
 
 import torch
+from probe_gat_csc_s26 import per_call_ms  # this folder's: CUDA events around back-to-back calls
 
 from dgl_ugraph.core.abstraction import OpInfo
 from dgl_ugraph.core.graph import UGraph
@@ -26,16 +27,6 @@ GRAPHS = ("cora", "pubmed", "ppi", "artist", "soc-BlogCatalog", "DD", "amazon060
           "OVCAR-8H")
 WIDTHS = (16, 64, 256)
 ROUNDS = 9
-
-
-def per_call_ms(fn, calls=20):
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    start.record()
-    for _ in range(calls):
-        fn()
-    end.record()
-    torch.cuda.synchronize()
-    return start.elapsed_time(end) / calls
 
 
 def kernel_part(out):
