@@ -584,8 +584,19 @@ __global__ void __launch_bounds__(kBlock, kMinBlocks)
   }
 }
 
+// Blocks an SM that edge_aggregate is compiled for: 5 (48 registers) for the float32 sums on int32
+// graphs but a division's, which fit there without spilling; the others keep kMinBlocks. Against
+// kMinBlocks in one run (H100, the suite's edge-strategy cases, session 27): a weight or a GAT
+// head read by edge id (56 registers before) 1.019x and 1.014x, up to 1.10x, the others within
+// noise; the half and float64 folds and max/min over two operands spill at 48.
+template <typename Op, typename Reduce, typename DType, typename IdType>
+constexpr int kEdgeMinBlocks = sizeof(DType) == 4 && sizeof(IdType) == 4 && !Reduce::require_arg &&
+                                       !std::is_same_v<Op, binary::Div<DType>>
+                                   ? 5
+                                   : kMinBlocks;
+
 template <typename Op, typename Reduce, int kVec, bool kGatherB, typename DType, typename IdType, typename Walk>
-__global__ void __launch_bounds__(kBlock, kMinBlocks)
+__global__ void __launch_bounds__(kBlock, kEdgeMinBlocks<Op, Reduce, DType, IdType>)
     edge_aggregate(const OpArgs<DType, IdType> x, const Walk walk, const int group, const int lanes_log2,
                    const int64_t slabs, const EdgeSink<Reduce, DType> sink) {
   using Sink = EdgeSink<Reduce, DType>;
