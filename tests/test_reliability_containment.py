@@ -251,10 +251,10 @@ def test_failure_in_the_backward_pass_only(monkeypatch):
     ref = native("GCN", g, x, y)
     real = interception.Plan
 
-    def flaky(graph, op_info, parallel_info=None):
+    def flaky(graph, op_info, parallel_info=None, **kwargs):
         if getattr(flaky, "in_backward", False):
             raise RuntimeError("injected backward failure")
-        return real(graph, op_info, parallel_info)
+        return real(graph, op_info, parallel_info, **kwargs)
 
     class Hook(torch.autograd.Function):  # marks when autograd reaches the graph layers
         @staticmethod
