@@ -275,7 +275,7 @@ def _run_spmm_out(d: Decision, entry, lhs, rhs):
 
 
 def _spmm(gidx, op, reduce_op, u, e, native, args=True):
-    """`args` False: a max/min whose argX/argY no one reads (see _gspmm_entry) runs without them,
+    """`args` False: a max/min whose argX/argY no one reads (see _gspmm) runs without them,
     on a decision of its own (key slot 3: "no args"), its args None."""
     lhs = u if op != "copy_rhs" else None
     rhs = e if op != "copy_lhs" else None

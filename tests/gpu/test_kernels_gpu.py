@@ -126,9 +126,9 @@ def test_strategy_matches_oracle(strategy, dtype, idtype):
 @pytest.mark.parametrize("idtype", (torch.int32, torch.int64), ids=("i32", "i64"))
 @pytest.mark.parametrize("strategy", STRATEGIES)
 def test_max_min_without_args_write_the_same_output(strategy, idtype):
-    """args=False (no backward reads the winners): every max/min op of the switching space, on
-    each strategy at three (g, t) samples, outputs poisoned, writes C to the bit as with its
-    args, and no args."""
+    """args=False (no backward reads the winners): every max/min op of the switching space, in
+    float32 and float16, on each strategy at one (g, t) sample each (cycling through the
+    samples), outputs poisoned, writes C to the bit as with its args, and no args."""
     compiled = _ext.compiled_cuda_keys()
     graph = suite_graph(idtype, "cuda", seed=5)
     gen = torch.Generator().manual_seed(17)
