@@ -279,7 +279,7 @@ def search(op: OpInfo, graph: UGraph, grid, strategies, chosen: ParallelInfo):
 
 
 def graphs(args):
-    specs = list(gs.PAPER_STANDINS) + ([] if args.no_large else list(gs.LARGE))
+    specs = ([] if args.no_standins else list(gs.PAPER_STANDINS)) + ([] if args.no_large else list(gs.LARGE))
     if args.scale != 1.0:
         specs = [gs.scaled(s, args.scale) for s in specs]
     only = set(args.only.split(",")) if args.only else None
@@ -358,6 +358,7 @@ def main():
     ap.add_argument("--scale", type=float, default=1.0, help="shrink the synthetic graphs (smoke runs)")
     ap.add_argument("--no-large", action="store_true")
     ap.add_argument("--no-datasets", action="store_true")
+    ap.add_argument("--no-standins", action="store_true", help="leave out the uGrapher paper's stand-ins")
     ap.add_argument("--only", default="", help="comma-separated graph names to run (default: all)")
     ap.add_argument("--skip", default="", help="comma-separated graph names to leave out")
     ap.add_argument("--budget-s", type=float, default=420.0, help="stop starting new graphs after this")

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # One call on the GPU machine: build, test, sanitize and benchmark; results under $OUT.
-#   bash scripts/gpu_check.sh [build] [test] [sanitize] [bench] [collect] [tune] [dgl | dgl-test dgl-bench] [dgl-dispatch]
+#   bash scripts/gpu_check.sh [build] [test] [sanitize] [bench] [suite] [collect] [tune] [dgl | dgl-test dgl-bench] [dgl-dispatch]
 #   (default: build test sanitize bench)
 # The CUDA library and the CPU core's archive are taken from .prebuilt/ when their source hashes
 # match these sources (build both here with `make cuda-lib` and carry .prebuilt/libugraph_cuda.so.xz
@@ -84,6 +84,32 @@ if has bench; then
   $PY scripts/bench_kernels.py --out "$OUT/kernels.csv" --search-out "$OUT/kernels_search.csv.gz" \
       --budget-s "${BENCH_BUDGET_S:-300}" ${BENCH_ARGS:-} 2>&1 | tee "$OUT/bench.log" | tail -15
   $PY scripts/summarize_kernels.py "$OUT/kernels.csv" --out "$OUT/kernels.md" && cat "$OUT/kernels.md"
+fi
+
+# Stage suite: issue 13/14's acceptance suite in one call, the selector's choices and the baselines
+# without search (--grid none), in five parts: the uGrapher stand-ins with every operator, the
+# shared datasets, the two 40M-edge graphs, the stand-ins' half-precision sums and the stand-ins
+# reversed (the backward passes' aggregations); $OUT/kernels.csv holds them all.
+if has suite; then
+  t=$(date +%s)
+  part() {
+    local name=$1
+    shift
+    { header; $PY scripts/bench_kernels.py --grid none --budget-s "${SUITE_BUDGET_S:-600}" --out "$OUT/suite_$name.csv" \
+        --search-out /tmp/suite_search.csv.gz "$@" 2>&1; } | quiet > "$OUT/suite_$name.log"
+    [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+    tail -1 "$OUT/suite_$name.log"
+  }
+  part standins --no-large --no-datasets
+  part datasets --no-large --no-standins --ops copy_u-sum,u_mul_e-sum,copy_u-max,copy_u-mean,gat_u_mul_e-sum
+  part large --no-standins --no-datasets --ops copy_u-sum,copy_u-max,copy_u-mean
+  part half --no-large --no-datasets --dtypes float16,bfloat16 --widths 64,256 --ops copy_u-sum,u_mul_e-sum
+  part reverse --no-large --no-datasets --reverse --ops copy_u-sum,u_mul_e-sum,copy_u-max
+  # One header, then every part's rows.
+  awk 'FNR > 1 || NR == 1' "$OUT"/suite_{standins,datasets,large,half,reverse}.csv > "$OUT/kernels.csv"
+  rm -f "$OUT"/suite_*.csv
+  $PY scripts/summarize_kernels.py "$OUT/kernels.csv" --out "$OUT/kernels.md" && cat "$OUT/kernels.md"
+  echo "suite: $(( $(date +%s) - t )) s"
 fi
 
 if has collect; then
