@@ -67,8 +67,8 @@ fi
 
 if has sanitize; then
   t=$(date +%s)
-  # Each tool over the kernel suite's smoke cases and a 500-seed slice of the fuzz.
-  for tool in memcheck racecheck; do
+  # Each tool (SANITIZE_TOOLS, default both) over the kernel suite's smoke cases and a 500-seed slice of the fuzz.
+  for tool in ${SANITIZE_TOOLS:-memcheck racecheck}; do
     header > "$OUT/sanitize_$tool.log"
     for script in tests/gpu/test_kernels_gpu.py "tests/gpu/test_reliability_gpu.py --sanitize"; do
       timeout "${SANITIZE_TIMEOUT_S:-200}" compute-sanitizer --tool $tool --error-exitcode 9 $PY $script >> "$OUT/sanitize_$tool.log" 2>&1
