@@ -30,6 +30,18 @@ def per_call_ms(fn, calls=20):
     return start.elapsed_time(end) / calls
 
 
+def alternating_medians(calls, rounds=7):
+    """name -> median per-call ms of each of `calls` (name -> fn), after one untimed call each,
+    over `rounds` rounds that alternate their order."""
+    times = {k: [] for k in calls}
+    for fn in calls.values():
+        fn()
+    for r in range(rounds):
+        for k in (list(calls) if r % 2 == 0 else list(reversed(calls))):
+            times[k].append(per_call_ms(calls[k]))
+    return {k: statistics.median(v) for k, v in times.items()}
+
+
 def main(out):
     specs = {s.name: s for s in gs.PAPER_STANDINS}
     rows = []
@@ -48,13 +60,7 @@ def main(out):
                          "gat": (policy.plan(g, OpInfo("mul", "sum", h, "src", att, "edge", "dst")), h, att)}
                 for op, (plan, a, b) in plans.items():
                     calls[label, op] = (lambda plan=plan, a=a, b=b: plan.run(a, b))
-            times = {k: [] for k in calls}
-            for fn in calls.values():
-                fn()
-            for r in range(7):
-                for k in (list(calls) if r % 2 == 0 else list(reversed(calls))):
-                    times[k].append(per_call_ms(calls[k]))
-            ms = {k: statistics.median(v) for k, v in times.items()}
+            ms = alternating_medians(calls)
             line = {label: ms[label, "gat"] / ms[label, "copy_u_sum"] for label in ("scattered", "csc")}
             print(f"{name} E={e} H={heads} D={d}: gat/copy_u_sum scattered {line['scattered']:.2f}x, "
                   f"csc {line['csc']:.2f}x; gat scattered/csc {ms['scattered', 'gat'] / ms['csc', 'gat']:.2f}x "

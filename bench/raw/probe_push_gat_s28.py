@@ -8,7 +8,6 @@ zeroed first (in the time). A probe kernel (inline, float32, int32 ids), not a s
 same graph, checked against ours (allclose), CUDA events over 20 back-to-back calls, the four
 alternating over 7 rounds, medians per call.
     PYTHONPATH=. python bench/raw/probe_push_gat_s28.py OUT.csv"""
-import statistics
 import sys
 
 import torch
@@ -19,6 +18,7 @@ from dgl_ugraph.core.graph import UGraph
 from dgl_ugraph.selection import policy
 from dgl_ugraph.tuning import graph_suite as gs
 from dgl_ugraph.tuning.shards import write_rows
+from probe_gat_csc_s26 import alternating_medians  # bench/raw, the script's own folder
 
 GRAPHS = ("amazon0505", "amazon0601", "com-amazon", "soc-BlogCatalog", "artist", "DD", "ppi", "OVCAR-8H")
 SHAPES = ((4, 4), (4, 16), (1, 16))  # (H, D)
@@ -90,16 +90,6 @@ CPP_SRC = ("torch::Tensor push(torch::Tensor src, torch::Tensor dst, torch::Tens
            " int64_t num_dst, int64_t heads, int64_t unroll, int64_t blocks_per_sm);")
 
 
-def per_call_ms(fn, calls=20):
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    start.record()
-    for _ in range(calls):
-        fn()
-    end.record()
-    torch.cuda.synchronize()
-    return start.elapsed_time(end) / calls
-
-
 def main(out):
     ext = load_inline("probe_push", CPP_SRC, cuda_sources=CUDA_SRC, functions=["push"],
                       extra_cuda_cflags=["-O3", "-arch=sm_90"], verbose=False)
@@ -127,13 +117,7 @@ def main(out):
                     lambda unroll=unroll, bps=bps: ext.push(src32, dst32, flat, att.reshape(e, heads), n, heads,
                                                             unroll, bps))
             calls["push_copy_u_sum_u2_b8"] = lambda: ext.push(src32, dst32, flat, None, n, 1, 2, 8)
-            times = {k: [] for k in calls}
-            for fn in calls.values():
-                fn()
-            for r in range(7):
-                for k in (list(calls) if r % 2 == 0 else list(reversed(calls))):
-                    times[k].append(per_call_ms(calls[k]))
-            ms = {k: statistics.median(v) for k, v in times.items()}
+            ms = alternating_medians(calls)
             best = min((k for k in ms if k.startswith("push_gat")), key=ms.get)
             print(f"{name} E={e} H={heads} D={d}: ours gat {ms['ugraph_gat'] * 1e3:.1f} us, copy_u_sum "
                   f"{ms['ugraph_copy_u_sum'] * 1e3:.1f}; push gat {best} {ms[best] * 1e3:.1f} "
