@@ -101,7 +101,8 @@ if has suite; then
     tail -1 "$OUT/suite_$name.log"
   }
   part standins --no-large --no-datasets
-  part datasets --no-large --no-standins --ops copy_u-sum,u_mul_e-sum,copy_u-max,copy_u-mean,gat_u_mul_e-sum
+  part datasets --no-large --no-standins \
+    --ops copy_u-sum,u_mul_e-sum,copy_u-max,copy_u-mean,gat_u_mul_e-sum,gat1_u_mul_e-sum,gat8_u_mul_e-sum
   part large --no-standins --no-datasets --ops copy_u-sum,copy_u-max,copy_u-mean
   part half --no-large --no-datasets --dtypes float16,bfloat16 --widths 64,256 --ops copy_u-sum,u_mul_e-sum
   part reverse --no-large --no-datasets --reverse --ops copy_u-sum,u_mul_e-sum,copy_u-max

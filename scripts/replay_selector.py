@@ -68,7 +68,8 @@ def replay(model: predictor.Predictor, search: dict, dev: predictor.DeviceInfo):
     for key in search:
         by_graph[key[0]].append(key)
     names = {n.removesuffix("-rev") for n in by_graph}
-    args = SimpleNamespace(no_large=False, no_datasets=False, scale=1.0, only=",".join(sorted(names)), skip="")
+    args = SimpleNamespace(no_standins=False, no_large=False, no_datasets=False, scale=1.0,
+                           only=",".join(sorted(names)), skip="")
     compiled = compiled_keys()
     for gname, src, dst, n in graphs(args):
         for name in (gname, gname + "-rev"):

@@ -8,6 +8,10 @@ import math
 import pathlib
 
 
+# (heads, op) of GAT's aggregation in bench_kernels.py's OPERATORS.
+GAT_OPS = ((1, "gat1_u_mul_e-sum"), (4, "gat_u_mul_e-sum"), (8, "gat8_u_mul_e-sum"))
+
+
 def geomean(xs):
     xs = [x for x in xs if x > 0]
     return math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else float("nan")
@@ -132,15 +136,18 @@ def main():
         line("ugraph_best vs cuSPARSE (sums)", ratio_rows(cases, sums, "ugraph_best", "cusparse")),
         line("copy_u-max time / our copy_u-sum time", paired(cases, "copy_u-max", lambda g, f: (g, "copy_u-sum", f),
                                                                lambda a, b: a / b), 1.25, 1.25, higher=False),
-        line("GAT (N,4,F/4)x(E,4,1) time / our copy_u-sum at width F",
-             paired(cases, "gat_u_mul_e-sum", lambda g, f: (g, "copy_u-sum", f), lambda a, b: a / b), 1.2, 1.2, higher=False),
     ]
+    gat = {heads: paired(cases, op, lambda g, f: (g, "copy_u-sum", f), lambda a, b: a / b) for heads, op in GAT_OPS}
+    lines += [line(f"GAT (N,{heads},F/{heads})x(E,{heads},1) time / our copy_u-sum at width F", gat[heads], 1.2, 1.2,
+                   higher=False) for heads, _ in GAT_OPS]
+    lines.append(line("GAT, H in {1, 4, 8} together", [r for rows in gat.values() for r in rows], 1.2, 1.2,
+                      higher=False))
     for half in ("float16", "bfloat16"):
         for op in sums:
             rows = [r for r in paired(cases, op, lambda g, f: (g, op, f), lambda a, b: b / a, lambda dt: "float32",
                                       dtype=half) if r[3] >= 64]
             lines.append(line(f"{op} {half}: speedup over our float32 (F >= 64)", rows, 1.6, 1.6))
-    large = bandwidth_rows(cases, meta, sums + ("copy_u-max", "gat_u_mul_e-sum"), copy,
+    large = bandwidth_rows(cases, meta, sums + ("copy_u-max",) + tuple(op for _, op in GAT_OPS), copy,
                            lambda k, r: k[2] >= 64 and int(r["V"]) * k[2] * 4 >= 10 * l2_bytes)
     lines.append(line("large graphs (features >= 10x L2, F >= 64): % of copy BW, no-reuse bytes", large, 80, 80, unit="%"))
     sddmm = bandwidth_rows(cases, meta, ("u_add_v", "u_mul_v", "u_dot_v"), copy,
@@ -161,8 +168,9 @@ def main():
               "cases | cases the traffic keeps from the bar |", "|---|---|---|---|---|",
               floor_line("copy_u-max floor / our copy_u-sum time",
                          floor_rows(cases, meta, "copy_u-max", lambda g, f: (g, "copy_u-sum", f), copy), 1.25, False),
-              floor_line("GAT floor / our copy_u-sum time",
-                         floor_rows(cases, meta, "gat_u_mul_e-sum", lambda g, f: (g, "copy_u-sum", f), copy), 1.2, False)]
+              floor_line("GAT floor (H = 1, 4, 8) / our copy_u-sum time",
+                         [r for _, op in GAT_OPS
+                          for r in floor_rows(cases, meta, op, lambda g, f: (g, "copy_u-sum", f), copy)], 1.2, False)]
     for half in ("float16", "bfloat16"):
         rows = [r for op in sums for r in floor_rows(cases, meta, op, lambda g, f, op=op: (g, op, f), copy,
                                                      lambda dt: "float32", over_partner=False, dtype=half)

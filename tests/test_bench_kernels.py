@@ -65,8 +65,8 @@ def test_the_replay_picks_the_timed_configuration_the_model_ranks_first(tmp_path
     if _ext._C is None:
         pytest.skip("needs the compiled core's capability rules")
     model = predictor.Predictor.from_files(rs.ROOT / "dgl_ugraph" / "predictor_models" / "sm90.json")
-    (name, src, dst, n), = rs.graphs(rs.SimpleNamespace(no_large=True, no_datasets=True, scale=1.0, only="cora",
-                                                        skip=""))
+    (name, src, dst, n), = rs.graphs(rs.SimpleNamespace(no_standins=False, no_large=True, no_datasets=True,
+                                                        scale=1.0, only="cora", skip=""))
     graph = UGraph.from_coo(src, dst, n, n, torch.int32)
     sig, _ = ops.signature(graph, rs.operands("copy_u-sum", graph, 16, torch.float32))
     ranked = model.rank(predictor.CaseInfo.from_graph(graph), sig, rs.H100,
@@ -143,3 +143,31 @@ def test_floor_rows_say_how_close_a_bar_can_come(tmp_path):
     rows = sk.floor_rows(cases, meta, "copy_u-max", lambda g, f: (g, "copy_u-sum", f), 3000.0)
     assert rows == [(pytest.approx(2.0), "g", "copy_u-max", 64)]
     assert sk.floor_line("max", rows, 1.25, False).endswith("| 1 | 1 cases cannot meet 1.25x |")
+
+
+@pytest.mark.parametrize("heads, op", sk.GAT_OPS)
+def test_gat_operators_spread_width_f_over_their_heads(heads, op):
+    """Each GAT operator aggregates (N, H, F/H) features by an (E, H, 1) attention, H as the
+    summary names it, so its time pairs with copy_u-sum at width F."""
+    src, dst = torch.tensor([0, 1, 2, 2]), torch.tensor([1, 2, 0, 1])
+    graph = UGraph.from_coo(src, dst, 3, 3, torch.int32)
+    call = bk.operator_call(op, graph, 16, torch.ones)
+    assert (call.edge_op, call.gather_op, call.A_type, call.B_type) == ("mul", "sum", "src", "edge")
+    assert tuple(call.A.shape) == (3, heads, 16 // heads) and tuple(call.B.shape) == (4, heads, 1)
+
+
+def test_summary_has_a_gat_line_per_head_count_and_one_over_all(tmp_path, monkeypatch):
+    """GAT over our copy_u-sum at the same F: one line per H (1, 4, 8) and one over all of them."""
+    path, out = tmp_path / "k.csv", tmp_path / "k.md"
+    with open(path, "w") as fh:
+        fh.write(",".join(bk.COLUMNS) + "\n")
+        for op, ms in (("copy_u-sum", 1.0), ("gat1_u_mul_e-sum", 1.1), ("gat_u_mul_e-sum", 1.3),
+                       ("gat8_u_mul_e-sum", 1.6)):
+            fh.write(f"H100,g,10,100,1.0,{op},16,float32,ugraph,warp_vertex:1:1,{ms},1,1,3000,core_loop\n")
+    monkeypatch.setattr("sys.argv", ["summarize_kernels.py", str(path), "--out", str(out)])
+    sk.main()
+    text = out.read_text()
+    assert "| GAT (N,1,F/1)x(E,1,1) time / our copy_u-sum at width F | 1.10 | 1.10 (g, F=16) |" in text
+    assert "| GAT (N,8,F/8)x(E,8,1) time / our copy_u-sum at width F | 1.60 | 1.60 (g, F=16) |" in text
+    # (1.1 * 1.3 * 1.6) ** (1 / 3) = 1.32; the worst case is H = 8's.
+    assert "| GAT, H in {1, 4, 8} together | 1.32 | 1.60 (g, F=16) | 1.10 | 3 |" in text
