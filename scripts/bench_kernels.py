@@ -67,7 +67,7 @@ OPERATORS = {
     "u_mul_v": ("mul", "none", ("src", lambda f: (4, f // 4)), ("dst", lambda f: (4, f // 4))),
     "u_dot_v": ("dot", "none", ("src", lambda f: (f,)), ("dst", lambda f: (f,))),
 }
-GAT_OPS = ("gat1_u_mul_e-sum", "gat_u_mul_e-sum", "gat8_u_mul_e-sum")
+GAT_OPS = tuple(name for name in OPERATORS if name.startswith("gat"))
 # "none" times the selector's choice alone (no search, no ugraph_best rows): the whole suite then
 # fits one device call, for bars that need only impl=ugraph and the baselines.
 GRIDS = {
