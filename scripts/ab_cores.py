@@ -45,17 +45,23 @@ LIB = ROOT / "dgl_ugraph" / "libugraph_cuda.so"
 FIELDS = ["round", "core", "core_hash", "graph", "op", "F", "dtype", "config", "ms"]
 
 
-def read_cases(paths, skip_graphs, dtypes):
+def read_cases(paths, skip_graphs, dtypes, ops=None, widths=None, also_dtypes=()):
+    """The CSVs' impl=ugraph cases, restricted to `ops` and `widths` where given; each case is
+    also timed in every dtype of also_dtypes under the same configuration (the suite times GAT in
+    float32 only)."""
     seen, cases = set(), []
     for path in paths:
         with open(path, newline="") as f:
             for row in csv.DictReader(f):
                 if row["impl"] != "ugraph" or row["graph"] in skip_graphs or row["dtype"] not in dtypes:
                     continue
-                key = (row["graph"], row["op"], int(row["F"]), row["dtype"], row["config"])
-                if key not in seen:
-                    seen.add(key)
-                    cases.append(key)
+                if (ops and row["op"] not in ops) or (widths and int(row["F"]) not in widths):
+                    continue
+                for dtype in (row["dtype"], *also_dtypes):
+                    key = (row["graph"], row["op"], int(row["F"]), dtype, row["config"])
+                    if key not in seen:
+                        seen.add(key)
+                        cases.append(key)
     return sorted(cases, key=lambda c: c[0])  # stable: each graph is built once
 
 
@@ -108,6 +114,9 @@ def main():
     ap.add_argument("--cases", nargs="+", help="kernel-bench CSVs")
     ap.add_argument("--skip-graphs", default="big-skewed,big-balanced")
     ap.add_argument("--dtypes", default="float32,float16,bfloat16")
+    ap.add_argument("--ops", default="", help="comma-separated ops (bench_kernels.py's names); default all")
+    ap.add_argument("--widths", default="", help="comma-separated F; default all")
+    ap.add_argument("--also-dtypes", default="", help="comma-separated dtypes each case is also timed in")
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--out", required=True)
     ap.add_argument("--no-hint", action="append", default=[], metavar="NAME",
@@ -125,7 +134,9 @@ def main():
     keep = tempfile.mkdtemp(prefix="ab_cores_")
     saved = {name: pathlib.Path(shutil.copy(path, os.path.join(keep, f"{name}.so"))) for name, path in cores}
     original = pathlib.Path(shutil.copy(LIB, os.path.join(keep, "installed.so")))
-    cases = read_cases(args.cases, set(args.skip_graphs.split(",")), set(args.dtypes.split(",")))
+    split = lambda text: [t for t in text.split(",") if t]  # noqa: E731
+    cases = read_cases(args.cases, set(split(args.skip_graphs)), set(split(args.dtypes)), set(split(args.ops)),
+                       {int(w) for w in split(args.widths)}, split(args.also_dtypes))
     cases_file = os.path.join(keep, "cases.csv")
     with open(cases_file, "w", newline="") as f:
         csv.writer(f).writerows(cases)

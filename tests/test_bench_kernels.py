@@ -1,5 +1,6 @@
 """The pieces of scripts/bench_kernels.py that run without a GPU: which configurations are timed
-again after the search, and the grid's tiling limits; and scripts/replay_selector.py's choice."""
+again after the search, and the grid's tiling limits; scripts/replay_selector.py's choice; and the
+cases scripts/ab_cores.py times."""
 import gzip
 import os
 import sys
@@ -10,6 +11,7 @@ import torch
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(REPO, "scripts"))
 
+import ab_cores  # noqa: E402
 import bench_kernels as bk  # noqa: E402
 import replay_selector as rs  # noqa: E402
 import summarize_kernels as sk  # noqa: E402
@@ -171,3 +173,24 @@ def test_summary_has_a_gat_line_per_head_count_and_one_over_all(tmp_path, monkey
     assert "| GAT (N,8,F/8)x(E,8,1) time / our copy_u-sum at width F | 1.60 | 1.60 (g, F=16) |" in text
     # (1.1 * 1.3 * 1.6) ** (1 / 3) = 1.32; the worst case is H = 8's.
     assert "| GAT, H in {1, 4, 8} together | 1.32 | 1.60 (g, F=16) | 1.10 | 3 |" in text
+
+
+def test_ab_cases_filter_by_op_and_width_and_add_dtypes(tmp_path):
+    """ab_cores.read_cases: impl=ugraph rows only, --ops and --widths keep theirs, every kept case
+    is timed in each --also-dtypes dtype under its own configuration, and a case given twice is
+    timed once."""
+    path = tmp_path / "kernels.csv"
+    header = "device,graph,V,E,op,F,dtype,impl,config,ms\n"
+    rows = ["h100,cora,1,1,gat8_u_mul_e-sum,16,float32,ugraph,warp_edge:4:1,0.1",
+            "h100,cora,1,1,gat8_u_mul_e-sum,16,float32,cusparse,,0.1",
+            "h100,cora,1,1,gat8_u_mul_e-sum,64,float32,ugraph,warp_edge:8:1,0.1",
+            "h100,cora,1,1,copy_u-sum,16,float32,ugraph,warp_vertex:1:1,0.1",
+            "h100,ppi,1,1,gat8_u_mul_e-sum,16,float16,ugraph,warp_vertex:4:1,0.1",
+            "h100,ppi,1,1,gat8_u_mul_e-sum,16,float32,ugraph,warp_vertex:4:1,0.1"]
+    path.write_text(header + "\n".join(rows) + "\n")
+    cases = ab_cores.read_cases([path], set(), {"float32", "float16"}, {"gat8_u_mul_e-sum"}, {16}, ["float16"])
+    assert cases == [("cora", "gat8_u_mul_e-sum", 16, "float32", "warp_edge:4:1"),
+                     ("cora", "gat8_u_mul_e-sum", 16, "float16", "warp_edge:4:1"),
+                     ("ppi", "gat8_u_mul_e-sum", 16, "float16", "warp_vertex:4:1"),
+                     ("ppi", "gat8_u_mul_e-sum", 16, "float32", "warp_vertex:4:1")]
+    assert len(ab_cores.read_cases([path], {"ppi"}, {"float32"})) == 3

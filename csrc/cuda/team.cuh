@@ -89,13 +89,17 @@ __device__ __forceinline__ void store_vec(DType* p, const acc_t<DType> (&in)[kVe
 
 // Where one lane's kVec elements sit in row 0 of A and of B, as pointers (row_ptr moves them to
 // a row). With kVec > 1, A is read as one vector at the lane's first element (no broadcast,
-// aligned rows); B too, unless kGatherB: B is broadcast so that the lane's elements all read one
-// value of it (params.h's b_off_block), such as u_mul_e's edge weight or a GAT head's attention,
-// and b points at that value. With kVec == 1 both follow the broadcast offsets of params.h.
-template <int kVec, bool kGatherB, typename DType>
+// aligned rows). B too when kGatherB is 0; otherwise B is broadcast (params.h's b_off_block) so
+// that the lane's elements read kGatherB values of it, one for each kVec / kGatherB elements,
+// such as u_mul_e's edge weight or a GAT head's attention: b points at the first value and b_hi
+// at the second. Two values a lane keep 16-byte lanes for heads of 2 floats or 4 halves, which
+// one value a lane would cut to 8-byte lanes. With kVec == 1 both follow the broadcast offsets.
+template <int kVec, int kGatherB, typename DType>
 struct LaneOffsets {
+  static_assert(kGatherB >= 0 && kGatherB <= 2 && (kGatherB == 0 || kVec % kGatherB == 0));
   const DType* a;
   const DType* b;
+  const DType* b_hi;
 
   template <typename IdType>
   __device__ __forceinline__ LaneOffsets(const OpArgs<DType, IdType>& x, int64_t first) {
@@ -106,6 +110,7 @@ struct LaneOffsets {
       a = x.a + first;
       b = x.b + (kGatherB ? x.b_elem(first) : first);
     }
+    b_hi = kGatherB == 2 ? x.b + x.b_elem(first + kVec / 2) : b;
   }
 };
 
@@ -114,7 +119,7 @@ struct LaneOffsets {
 // has all its loads in flight; ia/ib receive each position's operand rows. kRowKnown: the
 // positions lie in destination row v, so a dst-typed operand needs no index load. Every index
 // load is issued before the feature loads, and every feature load before the first use.
-template <typename Op, bool kRowKnown, int kVec, bool kGatherB, typename DType, typename IdType>
+template <typename Op, bool kRowKnown, int kVec, int kGatherB, typename DType, typename IdType>
 __device__ __forceinline__ void messages(const OpArgs<DType, IdType>& x, const LaneOffsets<kVec, kGatherB, DType>& off,
                                          pos_t<IdType> p, pos_t<IdType> last, pos_t<IdType> v,
                                          acc_t<DType> (&out)[kInFlight][kVec], pos_t<IdType> (&ia)[kInFlight],
@@ -127,16 +132,17 @@ __device__ __forceinline__ void messages(const OpArgs<DType, IdType>& x, const L
     ia[u] = Op::use_lhs ? (kRowKnown ? x.a_rows.row(q, v) : x.a_rows.row(q)) : 0;
     ib[u] = Op::use_rhs ? (kRowKnown ? x.b_rows.row(q, v) : x.b_rows.row(q)) : 0;
   }
-  // A gathered B holds one value per position: the load units, not the bytes, bound those ops.
-  constexpr int kHeldB = kGatherB ? 1 : kVec;
+  // A gathered B holds kGatherB values per position: the load units, not the bytes, bound those ops.
+  constexpr int kHeldB = kGatherB ? kGatherB : kVec;
   Acc a[N][kVec], b[N][kHeldB];
 #pragma unroll
   for (int u = 0; u < N; ++u) {
     if constexpr (Op::use_lhs) load_vec<kVec>(row_ptr(off.a, ia[u], x.a_row_bytes), a[u]);
     if constexpr (Op::use_rhs) {
       const DType* row = row_ptr(off.b, ib[u], x.b_row_bytes);
-      if constexpr (kGatherB) {
+      if constexpr (kGatherB > 0) {
         b[u][0] = load(row);
+        if constexpr (kGatherB == 2) b[u][1] = load(row_ptr(off.b_hi, ib[u], x.b_row_bytes));
       } else {
         load_vec<kVec>(row, b[u]);
       }
@@ -146,7 +152,8 @@ __device__ __forceinline__ void messages(const OpArgs<DType, IdType>& x, const L
   for (int u = 0; u < N; ++u) {
 #pragma unroll
     for (int k = 0; k < kVec; ++k) {
-      out[u][k] = Op::Apply(Op::use_lhs ? a[u][k] : Acc(0), Op::use_rhs ? b[u][kGatherB ? 0 : k] : Acc(0));
+      const int kb = kGatherB ? k / (kVec / kGatherB) : k;
+      out[u][k] = Op::Apply(Op::use_lhs ? a[u][k] : Acc(0), Op::use_rhs ? b[u][kb] : Acc(0));
     }
   }
 }
@@ -178,7 +185,7 @@ struct Fold {
   }
 
   // Folds positions [p, end) of destination row v, kInFlight at a time.
-  template <typename Op, bool kGatherB>
+  template <typename Op, int kGatherB>
   __device__ __forceinline__ void run(const OpArgs<DType, IdType>& x, const LaneOffsets<kVec, kGatherB, DType>& off,
                                       pos_t<IdType> p, pos_t<IdType> end, pos_t<IdType> v) {
     for (; p < end; p += kInFlight) {
@@ -471,7 +478,7 @@ __device__ __forceinline__ void store_row(const OpArgs<DType, IdType>& x, const 
   }
 }
 
-template <typename Op, typename Reduce, int kVec, bool kGatherB, typename DType, typename IdType>
+template <typename Op, typename Reduce, int kVec, int kGatherB, typename DType, typename IdType>
 __global__ void __launch_bounds__(kBlock, kMinBlocks)
     vertex_heavy_rows(const OpArgs<DType, IdType> x, const int lanes_log2, const int64_t slabs, const HeavyRows heavy) {
   using Pos = pos_t<IdType>;
@@ -552,7 +559,7 @@ __global__ void __launch_bounds__(kBlock, kMinBlocks)
   }
 }
 
-template <typename Op, typename Reduce, int kVec, bool kGatherB, typename DType, typename IdType, typename Walk>
+template <typename Op, typename Reduce, int kVec, int kGatherB, typename DType, typename IdType, typename Walk>
 __global__ void __launch_bounds__(kBlock, kMinBlocks)
     vertex_aggregate(const OpArgs<DType, IdType> x, const Walk walk, const int group, const int lanes_log2,
                      const int64_t slabs, const int64_t heavy_degree) {
@@ -595,7 +602,7 @@ constexpr int kEdgeMinBlocks = sizeof(DType) == 4 && sizeof(IdType) == 4 && !Red
                                    ? 5
                                    : kMinBlocks;
 
-template <typename Op, typename Reduce, int kVec, bool kGatherB, typename DType, typename IdType, typename Walk>
+template <typename Op, typename Reduce, int kVec, int kGatherB, typename DType, typename IdType, typename Walk>
 __global__ void __launch_bounds__(kBlock, kEdgeMinBlocks<Op, Reduce, DType, IdType>)
     edge_aggregate(const OpArgs<DType, IdType> x, const Walk walk, const int group, const int lanes_log2,
                    const int64_t slabs, const EdgeSink<Reduce, DType> sink) {
@@ -644,7 +651,7 @@ __global__ void __launch_bounds__(kBlock, kEdgeMinBlocks<Op, Reduce, DType, IdTy
 
 // Message creation: every position's message row is written to C's row of its edge id.
 // kByRow: units are destination rows (team_vertex), else runs of positions (team_edge).
-template <typename Op, bool kByRow, int kVec, bool kGatherB, typename DType, typename IdType, typename Walk>
+template <typename Op, bool kByRow, int kVec, int kGatherB, typename DType, typename IdType, typename Walk>
 __global__ void __launch_bounds__(kBlock, kMinBlocks)
     message(const OpArgs<DType, IdType> x, const Walk walk, const int group, const int lanes_log2,
             const int64_t slabs) {
@@ -799,38 +806,58 @@ inline bool whole_vectors(const void* data, int64_t stride, const int64_t* off, 
   return off == nullptr && stride % vec == 0 && (reinterpret_cast<uintptr_t>(data) % bytes) == 0;
 }
 
-// Host side: whether lanes of kVec-element vectors fit the operands: every row of A, B and C
-// starts on a vector boundary and holds whole vectors, or (kGatherB) B gives one value per
-// vector, as b_off_block promises.
+// Host side: whether lanes of kVec-element vectors fit the operands: every row of A and C starts
+// on a vector boundary and holds whole vectors, and so does B's (gather_b 0), or B gives one
+// value per kVec / gather_b elements, as b_off_block promises (0 and 1 promise nothing). Two
+// values a lane serve u_mul_e and u_mul_v only (GAT's attention, the one op whose heads run that
+// narrow), to bound the cubins.
 template <typename DType, int kVec>
-bool vectors_fit(const UgParams& p, bool gather_b) {
+bool vectors_fit(const UgParams& p, int gather_b) {
   constexpr int kBytes = kVec * static_cast<int>(sizeof(DType));
   const bool lhs = p.edge_op != UG_COPY_RHS, rhs = p.edge_op != UG_COPY_LHS;
   if (p.out_len % kVec != 0 || reinterpret_cast<uintptr_t>(p.c) % kBytes != 0) return false;
   if (lhs && !whole_vectors(p.a, p.a_row_stride, p.a_off, kVec, kBytes)) return false;
-  if (gather_b) return lhs && rhs && p.b_off_block % kVec == 0;
+  if (gather_b == 2 && p.edge_op != UG_MUL) return false;
+  if (gather_b > 0) return lhs && rhs && p.b_off_block > 1 && p.b_off_block % (kVec / gather_b) == 0;
   return !rhs || whole_vectors(p.b, p.b_row_stride, p.b_off, kVec, kBytes);
 }
 
-// Host side: calls f(std::integral_constant<int, kVec>, std::bool_constant<kGatherB>) with the
-// widest access the operands allow: 16-byte vectors, else 8-byte ones (a GAT head of 4 halves,
-// a row of 2 floats), else scalars. At each width, B read as whole vectors comes first, then B
-// gathered once per vector.
+// Host side: calls f(std::integral_constant<int, kVec>, std::integral_constant<int, kGatherB>)
+// with the widest access the operands allow: 16-byte vectors, else 8-byte ones (a row of 2
+// floats), else scalars. At each width B read as whole vectors comes first, then B gathered once
+// per vector, then twice per vector where a vector holds at least 4 elements (heads of 2 floats,
+// 4 halves or 2 halves: a float64 or float32 head of one element is a per-element broadcast).
 template <typename DType, typename F>
 cudaError_t with_vector_width(const UgParams& p, F&& f) {
   constexpr int kV = kVecOf<DType>;
-  if (vectors_fit<DType, kV>(p, false)) return f(std::integral_constant<int, kV>(), std::false_type());
-  if (vectors_fit<DType, kV>(p, true)) return f(std::integral_constant<int, kV>(), std::true_type());
-  if constexpr (kV / 2 > 1) {
-    if (vectors_fit<DType, kV / 2>(p, false)) return f(std::integral_constant<int, kV / 2>(), std::false_type());
-    if (vectors_fit<DType, kV / 2>(p, true)) return f(std::integral_constant<int, kV / 2>(), std::true_type());
+  using Whole = std::integral_constant<int, 0>;
+  using Once = std::integral_constant<int, 1>;
+  using Twice = std::integral_constant<int, 2>;
+  if (vectors_fit<DType, kV>(p, 0)) return f(std::integral_constant<int, kV>(), Whole());
+  if (vectors_fit<DType, kV>(p, 1)) return f(std::integral_constant<int, kV>(), Once());
+  if constexpr (kV >= 4) {
+    if (vectors_fit<DType, kV>(p, 2)) return f(std::integral_constant<int, kV>(), Twice());
   }
-  return f(std::integral_constant<int, 1>(), std::false_type());
+  if constexpr (kV / 2 > 1) {
+    if (vectors_fit<DType, kV / 2>(p, 0)) return f(std::integral_constant<int, kV / 2>(), Whole());
+    if (vectors_fit<DType, kV / 2>(p, 1)) return f(std::integral_constant<int, kV / 2>(), Once());
+  }
+  if constexpr (kV / 2 >= 4) {
+    if (vectors_fit<DType, kV / 2>(p, 2)) return f(std::integral_constant<int, kV / 2>(), Twice());
+  }
+  return f(std::integral_constant<int, 1>(), Whole());
 }
 
-// Whether a (op, access) pair is ever dispatched: a gathered B needs an op that reads A and B.
-template <typename Op, bool kGatherB>
-constexpr bool kDispatched = !Op::reduce_last_dim && (!kGatherB || (Op::use_lhs && Op::use_rhs));
+// Whether a (op, access) pair is ever dispatched: a gathered B needs an op that reads A and B,
+// and two values a lane a product (vectors_fit).
+template <typename Op>
+struct IsMul : std::false_type {};
+template <typename DType>
+struct IsMul<binary::Mul<DType>> : std::true_type {};
+
+template <typename Op, int kGatherB>
+constexpr bool kDispatched = !Op::reduce_last_dim && (kGatherB == 0 || (Op::use_lhs && Op::use_rhs)) &&
+                             (kGatherB < 2 || IsMul<Op>::value);
 
 // The launchers behind warp_vertex and warp_edge for every op but dot: `group` rows (vertex) or
 // positions (edge) per team, `tiling` teams per unit at most (never past the slabs).
@@ -840,7 +867,7 @@ cudaError_t launch_vertex(const UgParams& p, const OpArgs<DType, IdType>& x, cud
   if (units == 0) return cudaSuccess;
   return with_vector_width<DType>(p, [&](auto vec, auto gather_b) {
     constexpr int kVec = decltype(vec)::value;
-    constexpr bool kGatherB = decltype(gather_b)::value;
+    constexpr int kGatherB = decltype(gather_b)::value;
     const bool tile_major = tile_major_fits<DType>(p);
     const Layout t = layout(p.out_len, kVec, tile_major ? p.tiling : 1);
     with_walk(units, p.tiling, t.slabs, t.lanes_log2, tile_major, [&](unsigned grid, auto walk) {
@@ -877,7 +904,7 @@ cudaError_t launch_edge(const UgParams& p, const OpArgs<DType, IdType>& x, cudaS
   const int64_t units = ceil_div(p.num_edges, p.grouping);
   return with_vector_width<DType>(p, [&](auto vec, auto gather_b) -> cudaError_t {
     constexpr int kVec = decltype(vec)::value;
-    constexpr bool kGatherB = decltype(gather_b)::value;
+    constexpr int kGatherB = decltype(gather_b)::value;
     const bool tile_major = tile_major_fits<DType>(p);
     const Layout t = layout(p.out_len, kVec, tile_major ? p.tiling : 1);
     if (p.gather_op == UG_GATHER_NONE) {

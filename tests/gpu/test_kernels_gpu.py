@@ -16,7 +16,7 @@ import torch
 _HERE = pathlib.Path(__file__).resolve().parent
 sys.path[:0] = [p for p in (str(_HERE.parents[1]), str(_HERE.parent), str(_HERE)) if p not in sys.path]
 
-from cases import PARALLEL_SAMPLES, Case, make_op, op_cases, suite_graph
+from cases import PARALLEL_SAMPLES, Case, make_op, op_cases, random_operand, suite_graph
 from reference import messages, reference
 
 from dgl_ugraph import ugrapher
@@ -298,6 +298,41 @@ def test_heavy_rows_match_their_teams(dtype, idtype):
                         if not all(a is None and b is None or torch.equal(a, b) for a, b in zip(ours, teams)):
                             failures.append(f"{name}: differs from the rows' own teams (values or first winners)")
     assert not failures, f"{len(failures)} failed:\n" + "\n".join(failures[:40])
+
+
+@pytest.mark.parametrize("idtype", (torch.int32, torch.int64), ids=("i32", "i64"))
+@pytest.mark.parametrize("dtype", DTYPES, ids=[DTYPE_NAMES[d] for d in DTYPES])
+@pytest.mark.parametrize("strategy", ("warp_vertex", "warp_edge"))
+def test_heads_narrower_than_a_lane(strategy, dtype, idtype):
+    """Heads of 1, 2 and 4 values times one value per head, as GAT's aggregation multiplies them:
+    a lane of 16 bytes then covers two heads (2 floats or 4 halves) or more, and reads two
+    values of B (team.cuh's kGatherB = 2) where its heads are half a lane, one where they are a
+    whole lane. B by edge (u_mul_e), by destination (u_mul_v) and by source, every gather, heads
+    that do not fill a slab, operand rows that share no alignment, through the fp64 oracle."""
+    compiled = _ext.compiled_cuda_keys()
+    if (strategy, DTYPE_NAMES[dtype]) not in compiled:
+        pytest.skip(f"{strategy}/{DTYPE_NAMES[dtype]} not compiled")
+    graph = suite_graph(idtype, "cuda", seed=3)
+    gen = torch.Generator().manual_seed(hash((strategy, str(dtype), str(idtype), "heads")) % 2**31)
+    failures, ran = [], 0
+    for heads, width, b_type, gather in itertools.product((8, 6, 3, 34), (1, 2, 4), ("edge", "dst", "src"),
+                                                          ("none", "sum", "max", "min", "mean")):
+        case = Case("mul", gather, "src", b_type, (heads, width), (heads, 1))
+        op = make_op(case, graph, dtype, "cuda", gen)
+        for grouping, tiling in ((1, 1), (4, 2), (32, 3)):
+            failure = run_case(graph, op, ParallelInfo(strategy, grouping, tiling), dtype)
+            ran += 1
+            if failure:
+                failures.append(f"{case} {grouping}:{tiling}: {failure}")
+    # One row of A from an odd offset: A's rows then fit no vector, and B's blocks are no help.
+    x = random_operand(graph.num_src * 16 + 1, (), dtype, "cuda", gen, False)[1:].view(graph.num_src, 8, 2)
+    w = random_operand(graph.num_edges, (8, 1), dtype, "cuda", gen, False)
+    op = OpInfo("mul", "sum", x, "src", w, "edge", "dst")
+    failure = run_case(graph, op, ParallelInfo(strategy, 4, 2), dtype)
+    ran += 1
+    if failure:
+        failures.append(f"misaligned A: {failure}")
+    assert not failures, f"{len(failures)} of {ran} failed:\n" + "\n".join(failures[:40])
 
 
 def smoke(tiny: bool = False) -> int:
