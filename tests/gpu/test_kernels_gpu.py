@@ -319,11 +319,17 @@ def test_heads_narrower_than_a_lane(strategy, dtype, idtype):
                                                           ("none", "sum", "max", "min", "mean")):
         case = Case("mul", gather, "src", b_type, (heads, width), (heads, 1))
         op = make_op(case, graph, dtype, "cuda", gen)
+        sig, _ = ops.signature(graph, op)
         for grouping, tiling in ((1, 1), (4, 2), (32, 3)):
-            failure = run_case(graph, op, ParallelInfo(strategy, grouping, tiling), dtype)
+            pinfo = ParallelInfo(strategy, grouping, tiling)
+            if why_not(strategy, sig, graph.num_edges, compiled):  # warp_edge's float64 max/min
+                with pytest.raises(TypeError):
+                    ugrapher(graph, op, pinfo)
+                continue
+            failure = run_case(graph, op, pinfo, dtype)
             ran += 1
             if failure:
-                failures.append(f"{case} {grouping}:{tiling}: {failure}")
+                failures.append(f"{case} {pinfo}: {failure}")
     # One row of A from an odd offset: A's rows then fit no vector, and B's blocks are no help.
     x = random_operand(graph.num_src * 16 + 1, (), dtype, "cuda", gen, False)[1:].view(graph.num_src, 8, 2)
     w = random_operand(graph.num_edges, (8, 1), dtype, "cuda", gen, False)
