@@ -5,6 +5,7 @@
 # the selector's configurations) at F = 16 in float32 and, under the same configurations, in
 # float16 (bfloat16 runs the same code): H = 4 and 8 change there, H = 1 is the control; and
 # H = 8 at F = 64 (heads of 8: no change) as a second control. scripts/ab_cores.py alternates the cores' order.
+# AB_OPS narrows the F = 16 part's ops; AB_CONTROL=0 leaves the F = 64 part out.
 # Carry .prebuilt/*.xz (this branch's core), .gpu-deps/s29/base/libugraph_cuda.so.xz (core
 # a0434e7f built with UGRAPH_DTYPES="f32;f16") and .gpu-deps/datasets.
 set -uo pipefail
@@ -16,16 +17,20 @@ xz -dc .gpu-deps/s29/base/libugraph_cuda.so.xz > /tmp/core_base.so
 t=$(date +%s)
 timeout "${AB_TIMEOUT_S:-300}" python3 scripts/ab_cores.py --core base=/tmp/core_base.so \
   --core pairs=dgl_ugraph/libugraph_cuda.so --cases bench/kernels.csv --dtypes float32 \
-  --ops gat1_u_mul_e-sum,gat_u_mul_e-sum,gat8_u_mul_e-sum --widths 16 --also-dtypes float16 \
+  --ops "${AB_OPS:-gat1_u_mul_e-sum,gat_u_mul_e-sum,gat8_u_mul_e-sum}" --widths 16 --also-dtypes float16 \
   --rounds 2 --out "$OUT/ab_f16.csv" 2>&1 | tail -6
-timeout "${AB_TIMEOUT_S:-300}" python3 scripts/ab_cores.py --core base=/tmp/core_base.so \
-  --core pairs=dgl_ugraph/libugraph_cuda.so --cases bench/kernels.csv --dtypes float32 \
-  --ops gat8_u_mul_e-sum --widths 64 --rounds 2 --out "$OUT/ab_f64.csv" 2>&1 | tail -6
+parts=ab_f16.csv
+if [ "${AB_CONTROL:-1}" = 1 ]; then
+  timeout "${AB_TIMEOUT_S:-300}" python3 scripts/ab_cores.py --core base=/tmp/core_base.so \
+    --core pairs=dgl_ugraph/libugraph_cuda.so --cases bench/kernels.csv --dtypes float32 \
+    --ops gat8_u_mul_e-sum --widths 64 --rounds 2 --out "$OUT/ab_f64.csv" 2>&1 | tail -6
+  parts="$parts ab_f64.csv"
+fi
 echo "ab: $(( $(date +%s) - t )) s"
-python3 - "$OUT" <<'PY'
+python3 - "$OUT" $parts <<'PY'
 import collections, csv, math, statistics, sys
 rows = []
-for name in ("ab_f16.csv", "ab_f64.csv"):
+for name in sys.argv[2:]:
     with open(f"{sys.argv[1]}/{name}") as f:
         rows += list(csv.DictReader(f))
 t = collections.defaultdict(list)
@@ -42,4 +47,4 @@ for key in sorted(groups):
     lo, hi = min(r), max(r)
     print(f"{key}: base/pairs geomean {gm:.3f}x over {len(r)} cases, min {lo[0]:.3f} ({lo[1]}), max {hi[0]:.3f} ({hi[1]})")
 PY
-gzip -f "$OUT"/ab_f16.csv "$OUT"/ab_f64.csv
+(cd "$OUT" && gzip -f $parts)

@@ -92,11 +92,11 @@ __device__ __forceinline__ void store_vec(DType* p, const acc_t<DType> (&in)[kVe
 // aligned rows). B too when kGatherB is 0; otherwise B is broadcast (params.h's b_off_block) so
 // that the lane's elements read kGatherB values of it, one for each kVec / kGatherB elements,
 // such as u_mul_e's edge weight or a GAT head's attention: b points at the first value and b_hi
-// at the second. Two values a lane keep 16-byte lanes for heads of 2 floats or 4 halves, which
-// one value a lane would cut to 8-byte lanes. With kVec == 1 both follow the broadcast offsets.
+// at the second (with_vector_width says where two values a lane pay). With kVec == 1 both follow
+// the broadcast offsets.
 template <int kVec, int kGatherB, typename DType>
 struct LaneOffsets {
-  static_assert(kGatherB >= 0 && kGatherB <= 2 && (kGatherB == 0 || kVec % kGatherB == 0));
+  static_assert(kGatherB >= 0 && kGatherB <= 2 && (kGatherB < 2 || kVec == 4));
   const DType* a;
   const DType* b;
   const DType* b_hi;
@@ -825,8 +825,12 @@ bool vectors_fit(const UgParams& p, int gather_b) {
 // Host side: calls f(std::integral_constant<int, kVec>, std::integral_constant<int, kGatherB>)
 // with the widest access the operands allow: 16-byte vectors, else 8-byte ones (a row of 2
 // floats), else scalars. At each width B read as whole vectors comes first, then B gathered once
-// per vector, then twice per vector where a vector holds at least 4 elements (heads of 2 floats,
-// 4 halves or 2 halves: a float64 or float32 head of one element is a per-element broadcast).
+// per vector, then, for lanes of 4 elements, twice: heads of 2 elements then keep 16-byte lanes
+// of floats (8-byte ones with one value a lane) and 8-byte lanes of halves (scalars). Against one
+// value a lane on the suite's GAT cases at F = 16 (H200, session 29, bench/raw/ab_gather2_*):
+// 8 float heads of 2 1.018x (1.04-1.19x from 88K edges up, 0.87-0.98x below, where a call takes
+// 5-11 us), 8 half heads of 2 1.27x (up to 2.23x); 4 half heads of 4 on 16-byte lanes, two
+// values each, 0.96x against 8-byte lanes of one, so those keep one value a lane.
 template <typename DType, typename F>
 cudaError_t with_vector_width(const UgParams& p, F&& f) {
   constexpr int kV = kVecOf<DType>;
@@ -835,14 +839,14 @@ cudaError_t with_vector_width(const UgParams& p, F&& f) {
   using Twice = std::integral_constant<int, 2>;
   if (vectors_fit<DType, kV>(p, 0)) return f(std::integral_constant<int, kV>(), Whole());
   if (vectors_fit<DType, kV>(p, 1)) return f(std::integral_constant<int, kV>(), Once());
-  if constexpr (kV >= 4) {
+  if constexpr (kV == 4) {
     if (vectors_fit<DType, kV>(p, 2)) return f(std::integral_constant<int, kV>(), Twice());
   }
   if constexpr (kV / 2 > 1) {
     if (vectors_fit<DType, kV / 2>(p, 0)) return f(std::integral_constant<int, kV / 2>(), Whole());
     if (vectors_fit<DType, kV / 2>(p, 1)) return f(std::integral_constant<int, kV / 2>(), Once());
   }
-  if constexpr (kV / 2 >= 4) {
+  if constexpr (kV / 2 == 4) {
     if (vectors_fit<DType, kV / 2>(p, 2)) return f(std::integral_constant<int, kV / 2>(), Twice());
   }
   return f(std::integral_constant<int, 1>(), Whole());

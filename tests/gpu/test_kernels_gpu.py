@@ -305,9 +305,8 @@ def test_heavy_rows_match_their_teams(dtype, idtype):
 @pytest.mark.parametrize("strategy", ("warp_vertex", "warp_edge"))
 def test_heads_narrower_than_a_lane(strategy, dtype, idtype):
     """Heads of 1, 2 and 4 values times one value per head, as GAT's aggregation multiplies them:
-    a lane of 16 bytes then covers two heads (2 floats or 4 halves) or more, and reads two
-    values of B (team.cuh's kGatherB = 2) where its heads are half a lane, one where they are a
-    whole lane. B by edge (u_mul_e), by destination (u_mul_v) and by source, every gather, heads
+    a lane of 4 elements over heads of 2 reads two values of B (team.cuh's kGatherB = 2: 2 float
+    heads on 16 bytes, 2 half heads on 8), a lane of one head or less one value. B by edge (u_mul_e), by destination (u_mul_v) and by source, every gather, heads
     that do not fill a slab, operand rows that share no alignment, through the fp64 oracle."""
     compiled = _ext.compiled_cuda_keys()
     if (strategy, DTYPE_NAMES[dtype]) not in compiled:
