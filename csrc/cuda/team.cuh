@@ -828,9 +828,9 @@ bool vectors_fit(const UgParams& p, int gather_b) {
 // per vector, then, for lanes of 4 elements, twice: heads of 2 elements then keep 16-byte lanes
 // of floats (8-byte ones with one value a lane) and 8-byte lanes of halves (scalars). Against one
 // value a lane on the suite's GAT cases at F = 16 (H200, session 29, bench/raw/ab_gather2_*):
-// 8 float heads of 2 1.018x (1.04-1.19x from 88K edges up, 0.87-0.98x below, where a call takes
-// 5-11 us), 8 half heads of 2 1.27x (up to 2.23x); 4 half heads of 4 on 16-byte lanes, two
-// values each, 0.96x against 8-byte lanes of one, so those keep one value a lane.
+// 8 float heads of 2 1.02x (1.05-1.20x from 1M edges up, 0.86-1.00x below 88K, where a call
+// takes 5-11 us), 8 half heads of 2 1.27x (1.47-2.29x from 1M edges up); 4 half heads of 4 on
+// 16-byte lanes, two values each, 0.96x against 8-byte lanes of one, which they keep.
 template <typename DType, typename F>
 cudaError_t with_vector_width(const UgParams& p, F&& f) {
   constexpr int kV = kVecOf<DType>;
