@@ -93,6 +93,16 @@ def run_case(graph, op, pinfo, dtype):
     return None
 
 
+def run_unless_refused(graph, op, sig, pinfo, dtype, compiled):
+    """(True, run_case's failure or None) where the capability checks let pinfo run the case;
+    else (False, None) once ugrapher has refused it with a TypeError, as it must."""
+    if why_not(pinfo.strategy, sig, graph.num_edges, compiled):
+        with pytest.raises(TypeError):
+            ugrapher(graph, op, pinfo)
+        return False, None
+    return True, run_case(graph, op, pinfo, dtype)
+
+
 @pytest.mark.parametrize("idtype", (torch.int32, torch.int64), ids=("i32", "i64"))
 @pytest.mark.parametrize("dtype", DTYPES, ids=[DTYPE_NAMES[d] for d in DTYPES])
 @pytest.mark.parametrize("strategy", STRATEGIES)
@@ -110,13 +120,8 @@ def test_strategy_matches_oracle(strategy, dtype, idtype):
         for _ in range(3):
             g, t = next(samples)
             pinfo = ParallelInfo(strategy, g, t)
-            if why_not(strategy, sig, graph.num_edges, compiled):
-                refused += 1
-                with pytest.raises(TypeError):
-                    ugrapher(graph, op, pinfo)
-                continue
-            failure = run_case(graph, op, pinfo, dtype)
-            ran += 1
+            ok, failure = run_unless_refused(graph, op, sig, pinfo, dtype, compiled)
+            ran, refused = ran + ok, refused + (not ok)
             if failure:
                 failures.append(f"{case} {pinfo}: {failure}")
     print(f"\n{strategy}/{DTYPE_NAMES[dtype]}/{idtype}: {ran} cases run twice, {refused} refused by capability", file=sys.stderr)
@@ -319,14 +324,10 @@ def test_heads_narrower_than_a_lane(strategy, dtype, idtype):
         case = Case("mul", gather, "src", b_type, (heads, width), (heads, 1))
         op = make_op(case, graph, dtype, "cuda", gen)
         sig, _ = ops.signature(graph, op)
-        for grouping, tiling in ((1, 1), (4, 2), (32, 3)):
+        for grouping, tiling in ((1, 1), (4, 2), (32, 3)):  # warp_edge refuses float64 max/min
             pinfo = ParallelInfo(strategy, grouping, tiling)
-            if why_not(strategy, sig, graph.num_edges, compiled):  # warp_edge's float64 max/min
-                with pytest.raises(TypeError):
-                    ugrapher(graph, op, pinfo)
-                continue
-            failure = run_case(graph, op, pinfo, dtype)
-            ran += 1
+            ok, failure = run_unless_refused(graph, op, sig, pinfo, dtype, compiled)
+            ran += ok
             if failure:
                 failures.append(f"{case} {pinfo}: {failure}")
     # One row of A from an odd offset: A's rows then fit no vector, and B's blocks are no help.
