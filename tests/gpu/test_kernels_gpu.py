@@ -341,6 +341,28 @@ def test_heads_narrower_than_a_lane(strategy, dtype, idtype):
     assert not failures, f"{len(failures)} of {ran} failed:\n" + "\n".join(failures[:40])
 
 
+@pytest.mark.parametrize("dtype", (torch.float32, torch.float16), ids=("f32", "f16"))
+@pytest.mark.parametrize("strategy", ("warp_vertex", "warp_edge"))
+def test_a_block_promise_of_0_or_1_reads_every_offset(strategy, dtype):
+    """params.h's b_off_block 0 and 1 promise nothing of b_off: a caller of the C API may pass
+    either with a GAT-like broadcast, and the lanes must then read B at each element's offset,
+    not one or two values a lane (team.cuh's vectors_fit)."""
+    graph = suite_graph(torch.int32, "cuda", seed=5)
+    gen = torch.Generator().manual_seed(5)
+    failures = []
+    for heads, width in ((8, 2), (4, 4), (2, 8)):
+        op = make_op(Case("mul", "sum", "src", "edge", (heads, width), (heads, 1)), graph, dtype, "cuda", gen)
+        ref_c, _, _ = reference(graph, op)
+        for promise in (0, 1):
+            prep = ops.prepare(graph, op, ParallelInfo(strategy, 4, 2))
+            assert prep.params.b_off_block == width  # what prepare promises for this broadcast
+            prep.params.b_off_block = promise
+            c, _, _ = prep.run()
+            if not close(c, ref_c, dtype):
+                failures.append(f"heads of {width}, b_off_block {promise}")
+    assert not failures, "\n".join(failures)
+
+
 def smoke(tiny: bool = False) -> int:
     """A handful of cases for compute-sanitizer (memcheck, racecheck), which slows every launch
     a hundredfold: each strategy on copy, mul and dot, every gather, two (g, t)."""
