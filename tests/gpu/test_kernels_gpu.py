@@ -309,10 +309,11 @@ def test_heavy_rows_match_their_teams(dtype, idtype):
 @pytest.mark.parametrize("dtype", DTYPES, ids=[DTYPE_NAMES[d] for d in DTYPES])
 @pytest.mark.parametrize("strategy", ("warp_vertex", "warp_edge"))
 def test_heads_narrower_than_a_lane(strategy, dtype, idtype):
-    """Heads of 1, 2 and 4 values times one value per head, as GAT's aggregation multiplies them:
-    a lane of 4 elements over heads of 2 reads two values of B (team.cuh's kGatherB = 2: 2 float
-    heads on 16 bytes, 2 half heads on 8), a lane of one head or less one value. B by edge (u_mul_e), by destination (u_mul_v) and by source, every gather, heads
-    that do not fill a slab, operand rows that share no alignment, through the fp64 oracle."""
+    """Heads of 1, 2 and 4 values times one value per head, as GAT's aggregation multiplies them.
+    A lane of 4 elements over heads of 2 reads two values of B (team.cuh's kGatherB = 2: 2 float
+    heads on 16 bytes, 2 half heads on 8); a lane within one head reads one. B by edge (u_mul_e),
+    by destination (u_mul_v) and by source, every gather, heads that do not fill a slab, and an A
+    that fits no vector, against the fp64 oracle."""
     compiled = _ext.compiled_cuda_keys()
     if (strategy, DTYPE_NAMES[dtype]) not in compiled:
         pytest.skip(f"{strategy}/{DTYPE_NAMES[dtype]} not compiled")
@@ -330,7 +331,7 @@ def test_heads_narrower_than_a_lane(strategy, dtype, idtype):
             ran += ok
             if failure:
                 failures.append(f"{case} {pinfo}: {failure}")
-    # One row of A from an odd offset: A's rows then fit no vector, and B's blocks are no help.
+    # A one element into its storage: no row of it starts on a vector, whatever B's blocks promise.
     x = random_operand(graph.num_src * 16 + 1, (), dtype, "cuda", gen, False)[1:].view(graph.num_src, 8, 2)
     w = random_operand(graph.num_edges, (8, 1), dtype, "cuda", gen, False)
     op = OpInfo("mul", "sum", x, "src", w, "edge", "dst")
