@@ -92,7 +92,7 @@ __device__ __forceinline__ void store_vec(DType* p, const acc_t<DType> (&in)[kVe
 // aligned rows). B too when kGatherB is 0; otherwise B is broadcast (params.h's b_off_block) so
 // that the lane's elements read kGatherB values of it, one for each kVec / kGatherB elements,
 // such as u_mul_e's edge weight or a GAT head's attention: b points at the first value and b_hi
-// at the second (with_vector_width says where two values a lane pay). With kVec == 1 both follow
+// at the second (try_width says where two values a lane pay). With kVec == 1 both follow
 // the broadcast offsets.
 template <int kVec, int kGatherB, typename DType>
 struct LaneOffsets {
@@ -822,34 +822,46 @@ bool vectors_fit(const UgParams& p, int gather_b) {
   return !rhs || whole_vectors(p.b, p.b_row_stride, p.b_off, kVec, kBytes);
 }
 
+// Host side: whether lanes of kW elements fit, trying B read as whole vectors, then B gathered
+// once per vector, then, for lanes of 4 elements, twice; where one does, *err is what f returned
+// for it. Two values a lane keep heads of 2 elements on 16-byte lanes of floats (8-byte ones with
+// one value a lane) and on 8-byte lanes of halves (scalars). Against one value a lane on the
+// suite's GAT cases at F = 16 (H200, session 29, bench/raw/ab_gather2_*): 8 float heads of 2
+// 1.02x (1.05-1.20x from 1M edges up, 0.86-1.00x below 88K, where a call takes 5-11 us), 8 half
+// heads of 2 1.27x (1.47-2.29x from 1M edges up); 4 half heads of 4 on 16-byte lanes, two values
+// each, 0.96x against 8-byte lanes of one, which they keep.
+template <typename DType, int kW, typename F>
+bool try_width(const UgParams& p, F& f, cudaError_t* err) {
+  using Width = std::integral_constant<int, kW>;
+  if (vectors_fit<DType, kW>(p, 0)) {
+    *err = f(Width(), std::integral_constant<int, 0>());
+    return true;
+  }
+  if (vectors_fit<DType, kW>(p, 1)) {
+    *err = f(Width(), std::integral_constant<int, 1>());
+    return true;
+  }
+  if constexpr (kW == 4) {
+    if (vectors_fit<DType, kW>(p, 2)) {
+      *err = f(Width(), std::integral_constant<int, 2>());
+      return true;
+    }
+  }
+  return false;
+}
+
 // Host side: calls f(std::integral_constant<int, kVec>, std::integral_constant<int, kGatherB>)
-// with the widest access the operands allow: 16-byte vectors, else 8-byte ones (a row of 2
-// floats), else scalars. At each width B read as whole vectors comes first, then B gathered once
-// per vector, then, for lanes of 4 elements, twice: heads of 2 elements then keep 16-byte lanes
-// of floats (8-byte ones with one value a lane) and 8-byte lanes of halves (scalars). Against one
-// value a lane on the suite's GAT cases at F = 16 (H200, session 29, bench/raw/ab_gather2_*):
-// 8 float heads of 2 1.02x (1.05-1.20x from 1M edges up, 0.86-1.00x below 88K, where a call
-// takes 5-11 us), 8 half heads of 2 1.27x (1.47-2.29x from 1M edges up); 4 half heads of 4 on
-// 16-byte lanes, two values each, 0.96x against 8-byte lanes of one, which they keep.
+// with the widest access the operands allow (try_width at each): 16-byte vectors, else 8-byte
+// ones (a row of 2 floats), else scalars with B read whole.
 template <typename DType, typename F>
 cudaError_t with_vector_width(const UgParams& p, F&& f) {
   constexpr int kV = kVecOf<DType>;
-  using Whole = std::integral_constant<int, 0>;
-  using Once = std::integral_constant<int, 1>;
-  using Twice = std::integral_constant<int, 2>;
-  if (vectors_fit<DType, kV>(p, 0)) return f(std::integral_constant<int, kV>(), Whole());
-  if (vectors_fit<DType, kV>(p, 1)) return f(std::integral_constant<int, kV>(), Once());
-  if constexpr (kV == 4) {
-    if (vectors_fit<DType, kV>(p, 2)) return f(std::integral_constant<int, kV>(), Twice());
-  }
+  cudaError_t err = cudaSuccess;
+  if (try_width<DType, kV>(p, f, &err)) return err;
   if constexpr (kV / 2 > 1) {
-    if (vectors_fit<DType, kV / 2>(p, 0)) return f(std::integral_constant<int, kV / 2>(), Whole());
-    if (vectors_fit<DType, kV / 2>(p, 1)) return f(std::integral_constant<int, kV / 2>(), Once());
+    if (try_width<DType, kV / 2>(p, f, &err)) return err;
   }
-  if constexpr (kV / 2 == 4) {
-    if (vectors_fit<DType, kV / 2>(p, 2)) return f(std::integral_constant<int, kV / 2>(), Twice());
-  }
-  return f(std::integral_constant<int, 1>(), Whole());
+  return f(std::integral_constant<int, 1>(), std::integral_constant<int, 0>());
 }
 
 // Whether a (op, access) pair is ever dispatched: a gathered B needs an op that reads A and B,

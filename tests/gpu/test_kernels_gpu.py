@@ -366,7 +366,8 @@ def test_a_block_promise_of_0_or_1_reads_every_offset(strategy, dtype):
 
 def smoke(tiny: bool = False) -> int:
     """A handful of cases for compute-sanitizer (memcheck, racecheck), which slows every launch
-    a hundredfold: each strategy on copy, mul and dot, every gather, two (g, t)."""
+    a hundredfold: each strategy on copy, mul and dot, every gather, two (g, t), in float32; then
+    GAT's heads of 2 and 4 (one and two attention values a lane) in float32 and float16."""
     graph = suite_graph(torch.int32, "cuda")
     gen = torch.Generator().manual_seed(0)
     compiled = _ext.compiled_cuda_keys()
@@ -374,8 +375,13 @@ def smoke(tiny: bool = False) -> int:
               and c.b_type in ("null", "edge", "dst")]
     if tiny:  # racecheck: one case per gather kind
         picked = [c for c in picked if c.edge_op == "mul" and c.b_type == "edge"]
+    heads = [Case("mul", gather, "src", b_type, (8, width), (8, 1))
+             for width, b_type, gather in itertools.product((2, 4), ("edge", "dst"), ("sum", "max"))]
+    runs = itertools.chain(
+        itertools.product(STRATEGIES, (torch.float32,), picked, ((1, 1), (8, 5))),
+        itertools.product(("warp_vertex", "warp_edge"), (torch.float32, torch.float16), heads, ((1, 1), (8, 5))))
     bad = 0
-    for strategy, dtype, case, (g, t) in itertools.product(STRATEGIES, (torch.float32,), picked, ((1, 1), (8, 5))):
+    for strategy, dtype, case, (g, t) in runs:
         op = make_op(case, graph, dtype, "cuda", gen)
         sig, _ = ops.signature(graph, op)
         if why_not(strategy, sig, graph.num_edges, compiled):
