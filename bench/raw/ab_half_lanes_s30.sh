@@ -6,6 +6,8 @@
 # as wide as float32's, half the bytes a load), built for float16 alone. Times the suite's half
 # sums (bench/kernels.csv, impl=ugraph, float16, F = 64 and 256, the selector's configurations)
 # under both cores, two rounds in alternating order.
+# The probe core: ab_half_lanes_s30.patch applied to a checkout of this commit, then
+#   UGRAPH_DTYPES=f16 bash scripts/build_cuda_lib.sh    (its .prebuilt/libugraph_cuda.so.xz)
 # Carry .prebuilt/*.xz (this core) and .gpu-deps/s30/half8/libugraph_cuda.so.xz (the probe core).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
