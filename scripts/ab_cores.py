@@ -14,16 +14,21 @@ several rows with other configurations: each is timed).
 that does not know the graph's longest row: the same library twice, once with and once without
 it, measures what the hint turns on (team.cuh's heavy rows) apart from any other change.
 
-Output: one row per (round, core, case) with the median time of the timing loop's launches.
+Output: one row per (round, core, case) with the median time of the timing loop's launches; then,
+on stdout, a line per (op, F, dtype, strategy kind) and core after the first: the geomean, min and
+max over the cases of the first core's median time / that core's (above 1: that core is faster).
 """
 from __future__ import annotations
 
 import argparse
+import collections
 import csv
 import dataclasses
+import math
 import os
 import pathlib
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -101,6 +106,29 @@ def child(cases_file: str, out_file: str, core: str, rnd: int, no_hint: bool):
     print(f"round {rnd} core {core} ({core_hash}): {done} cases", flush=True)
 
 
+def summary(rows, cores) -> list:
+    """Lines comparing each core after the first with the first (see the module's docstring), from
+    the output's rows; a case counts where both cores timed it. The strategy kind is the
+    configuration's (edge or vertex): an edge-only change has the vertex cases as its control."""
+    times = collections.defaultdict(list)
+    for r in rows:
+        times[(r["graph"], r["op"], int(r["F"]), r["dtype"], r["config"], r["core"])].append(float(r["ms"]))
+    base, lines = cores[0], []
+    for other in cores[1:]:
+        groups = collections.defaultdict(list)
+        for (g, op, F, dt, cfg, core), ms in times.items():
+            if core == other and (g, op, F, dt, cfg, base) in times:
+                ratio = statistics.median(times[(g, op, F, dt, cfg, base)]) / statistics.median(ms)
+                kind = cfg.split(":")[0].split("_")[-1]
+                groups[(op, F, dt, kind)].append((ratio, g))
+        for (op, F, dt, kind), r in sorted(groups.items()):
+            gm = math.exp(sum(math.log(x) for x, _ in r) / len(r))
+            (lo, lo_g), (hi, hi_g) = min(r), max(r)
+            lines.append(f"{op} F={F} {dt} {kind}: {base}/{other} geomean {gm:.3f}x over {len(r)}, "
+                         f"min {lo:.3f} ({lo_g}), max {hi:.3f} ({hi_g})")
+    return lines
+
+
 def install(lib: pathlib.Path):
     # Copy, then rename: never overwrite a mapped library in place.
     tmp = LIB.with_name(".ab_core.tmp")
@@ -153,6 +181,8 @@ def main():
                                 str(rnd)], check=True)
     finally:
         install(original)
+    with open(args.out, newline="") as f:
+        print("\n".join(summary(list(csv.DictReader(f)), [name for name, _ in cores])))
 
 
 if __name__ == "__main__":

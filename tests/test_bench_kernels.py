@@ -194,3 +194,20 @@ def test_ab_cases_filter_by_op_and_width_and_add_dtypes(tmp_path):
                      ("ppi", "gat8_u_mul_e-sum", 16, "float16", "warp_vertex:4:1"),
                      ("ppi", "gat8_u_mul_e-sum", 16, "float32", "warp_vertex:4:1")]
     assert len(ab_cores.read_cases([path], {"ppi"}, {"float32"})) == 3
+
+
+def test_ab_summary_compares_each_core_with_the_first_per_strategy_kind():
+    """ab_cores.summary: the first core's median time over each other core's, per (op, F, dtype,
+    strategy kind), over the cases both timed; a case only one core timed is left out."""
+    def row(core, graph, cfg, ms, rnd=0):
+        return dict(round=rnd, core=core, graph=graph, op="copy_u-sum", F="64", dtype="float16", config=cfg,
+                    ms=str(ms))
+    rows = [row("a", "g1", "warp_edge:32:1", 2.0), row("a", "g1", "warp_edge:32:1", 4.0, 1),
+            row("b", "g1", "warp_edge:32:1", 1.5), row("b", "g1", "warp_edge:32:1", 1.5, 1),
+            row("a", "g2", "warp_edge:8:1", 1.0), row("b", "g2", "warp_edge:8:1", 2.0),
+            row("a", "g3", "warp_vertex:4:1", 1.0), row("b", "g3", "warp_vertex:4:1", 1.0),
+            row("a", "g4", "warp_vertex:1:1", 1.0)]
+    lines = ab_cores.summary(rows, ["a", "b"])
+    # g1: median(2, 4) = 3 over 1.5 = 2.0; g2: 0.5; geomean 1.0.
+    assert lines == ["copy_u-sum F=64 float16 edge: a/b geomean 1.000x over 2, min 0.500 (g2), max 2.000 (g1)",
+                     "copy_u-sum F=64 float16 vertex: a/b geomean 1.000x over 1, min 1.000 (g3), max 1.000 (g3)"]

@@ -18,24 +18,6 @@ xz -dc .gpu-deps/s30/half8/libugraph_cuda.so.xz > /tmp/core_half8.so
 t=$(date +%s)
 timeout "${AB_TIMEOUT_S:-150}" python3 scripts/ab_cores.py --core lanes16=dgl_ugraph/libugraph_cuda.so \
   --core lanes8=/tmp/core_half8.so --cases bench/kernels.csv --dtypes float16 \
-  --ops copy_u-sum,u_mul_e-sum --widths 64,256 --rounds 2 --out "$OUT/ab_half8.csv" 2>&1 | tail -4
+  --ops copy_u-sum,u_mul_e-sum --widths 64,256 --rounds 2 --out "$OUT/ab_half8.csv" 2>&1 | grep -v '^round'
 echo "ab: $(( $(date +%s) - t )) s"
-python3 - "$OUT/ab_half8.csv" <<'PY'
-import collections, csv, math, statistics, sys
-t = collections.defaultdict(list)
-with open(sys.argv[1]) as f:
-    for r in csv.DictReader(f):
-        t[(r["graph"], r["op"], r["F"], r["config"], r["core"])].append(float(r["ms"]))
-groups = collections.defaultdict(list)
-for (g, op, F, cfg, core), ms in t.items():
-    if core == "lanes8" and (g, op, F, cfg, "lanes16") in t:
-        base = statistics.median(t[(g, op, F, cfg, "lanes16")])
-        ratio = base / statistics.median(ms)
-        groups[(op, F)].append((ratio, g))
-        print(f"{g:28s} {op:12s} F={F:4s} {cfg:18s} lanes16 {base * 1000:8.2f} us  16/8 {ratio:.3f}")
-for key in sorted(groups):
-    r = groups[key]
-    gm = math.exp(sum(math.log(x) for x, _ in r) / len(r))
-    print(f"{key}: lanes16/lanes8 geomean {gm:.3f}x over {len(r)}, min {min(r)[0]:.3f} ({min(r)[1]}), max {max(r)[0]:.3f} ({max(r)[1]})")
-PY
 gzip -f "$OUT/ab_half8.csv"
