@@ -37,21 +37,18 @@ from dgl_ugraph.core import ops  # noqa: E402
 from dgl_ugraph.core.abstraction import OpInfo  # noqa: E402
 from dgl_ugraph.dgl import interception  # noqa: E402
 from dgl_ugraph.dgl.cache import entry_for  # noqa: E402
-from dgl_ugraph.tuning.graph_suite import datasets_dir  # noqa: E402
+from dgl_ugraph.tuning.graph_suite import datasets_dir, shared_dataset  # noqa: E402
 from dgl_ugraph.tuning.shards import write_rows  # noqa: E402
 
 COLUMNS = ["label", "graph", "V", "E", "idtype", "threads", "case", "impl", "us_median", "us_p25", "us_p75"]
 
 
 def load(name: str, idtype):
-    root = datasets_dir()
-    path = root / f"{name}.npz" if root else None
-    if path is None or not path.exists():
+    found = shared_dataset(name)
+    if found is None:
         return None
-    with np.load(path) as z:
-        g = dgl.graph((torch.from_numpy(z["src"].astype(np.int64)), torch.from_numpy(z["dst"].astype(np.int64))),
-                      num_nodes=int(z["num_nodes"]))
-    g = dgl.add_self_loop(dgl.remove_self_loop(g)).astype(idtype)
+    src, dst, n = found
+    g = dgl.add_self_loop(dgl.remove_self_loop(dgl.graph((src, dst), num_nodes=n))).astype(idtype)
     g.create_formats_()
     return g
 

@@ -31,19 +31,16 @@ from dgl.backend.pytorch import sparse  # noqa: E402
 
 import dgl_ugraph  # noqa: E402
 from dgl_ugraph.dgl import interception  # noqa: E402
-from dgl_ugraph.tuning.graph_suite import datasets_dir  # noqa: E402
+from dgl_ugraph.tuning.graph_suite import datasets_dir, shared_dataset  # noqa: E402
 from dgl_ugraph.tuning.shards import write_rows  # noqa: E402
 
 
 def load(name: str):
-    root = datasets_dir()
-    path = root / f"{name}.npz" if root else None
-    if path is None or not path.exists():
+    found = shared_dataset(name)
+    if found is None:
         return None
-    with np.load(path) as z:
-        g = dgl.graph((torch.from_numpy(z["src"].astype(np.int64)), torch.from_numpy(z["dst"].astype(np.int64))),
-                      num_nodes=int(z["num_nodes"]))
-    return dgl.add_self_loop(dgl.remove_self_loop(g))
+    src, dst, n = found
+    return dgl.add_self_loop(dgl.remove_self_loop(dgl.graph((src, dst), num_nodes=n)))
 
 
 def chain_forward(gidx, score):

@@ -42,10 +42,10 @@ def load(name: str, order: str = "given") -> UGraph:
             src, dst, n = gs.make(spec)
             break
     else:
-        found = [d for d in gs.shared_datasets() if "ds-" + d[0] == base]
-        if not found:
+        found = gs.shared_dataset(base[len("ds-"):]) if base.startswith("ds-") else None
+        if found is None:
             raise SystemExit(f"no graph {name!r} in the suite or the shared datasets (ds-<name>)")
-        _, src, dst, n = found[0]
+        src, dst, n = found
     if order != "given":
         perm = torch.sort(dst if order == "dst" else src, stable=True).indices
         src, dst = src[perm], dst[perm]

@@ -161,15 +161,26 @@ def datasets_dir() -> Optional[pathlib.Path]:
     return next((c for c in candidates if c.is_dir()), None)
 
 
+def _read_dataset(path: pathlib.Path) -> Tuple[torch.Tensor, torch.Tensor, int]:
+    with np.load(path) as z:
+        return (torch.from_numpy(z["src"].astype(np.int64)), torch.from_numpy(z["dst"].astype(np.int64)),
+                int(z["num_nodes"]))
+
+
 def shared_datasets() -> Iterator[Tuple[str, torch.Tensor, torch.Tensor, int]]:
     """(name, src, dst, num_nodes) for each graph in ../shared/datasets; nothing if it is absent."""
     root = datasets_dir()
     if root is None:
         return
     for path in sorted(root.glob("*.npz")):
-        with np.load(path) as z:
-            yield (path.stem, torch.from_numpy(z["src"].astype(np.int64)), torch.from_numpy(z["dst"].astype(np.int64)),
-                   int(z["num_nodes"]))
+        yield (path.stem, *_read_dataset(path))
+
+
+def shared_dataset(name: str) -> Optional[Tuple[torch.Tensor, torch.Tensor, int]]:
+    """(src, dst, num_nodes) of the graph `name` of ../shared/datasets; None where it is absent."""
+    root = datasets_dir()
+    path = root / f"{name}.npz" if root else None
+    return _read_dataset(path) if path is not None and path.is_file() else None
 
 
 def describe(src: torch.Tensor, dst: torch.Tensor, n: int) -> dict:
