@@ -68,7 +68,7 @@ fi
 if has sanitize; then
   t=$(date +%s)
   # Each tool (SANITIZE_TOOLS, default both) over the kernel suite's smoke cases and a 500-seed slice of the fuzz.
-  # racecheck, the slower, takes the smoke's --tiny set: the whole smoke outran 130 s under it (session 30).
+  # racecheck, the slower, takes the smoke's --tiny set: the whole smoke outran 130 s under it.
   for tool in ${SANITIZE_TOOLS:-memcheck racecheck}; do
     header > "$OUT/sanitize_$tool.log"
     smoke=tests/gpu/test_kernels_gpu.py
