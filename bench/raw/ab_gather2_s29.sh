@@ -18,33 +18,13 @@ t=$(date +%s)
 timeout "${AB_TIMEOUT_S:-300}" python3 scripts/ab_cores.py --core base=/tmp/core_base.so \
   --core pairs=dgl_ugraph/libugraph_cuda.so --cases bench/kernels.csv --dtypes float32 \
   --ops "${AB_OPS:-gat1_u_mul_e-sum,gat_u_mul_e-sum,gat8_u_mul_e-sum}" --widths 16 --also-dtypes float16 \
-  --rounds 2 --out "$OUT/ab_f16.csv" 2>&1 | tail -6
+  --rounds 2 --out "$OUT/ab_f16.csv" 2>&1 | grep -v '^round'
 parts=ab_f16.csv
 if [ "${AB_CONTROL:-1}" = 1 ]; then
   timeout "${AB_TIMEOUT_S:-300}" python3 scripts/ab_cores.py --core base=/tmp/core_base.so \
     --core pairs=dgl_ugraph/libugraph_cuda.so --cases bench/kernels.csv --dtypes float32 \
-    --ops gat8_u_mul_e-sum --widths 64 --rounds 2 --out "$OUT/ab_f64.csv" 2>&1 | tail -6
+    --ops gat8_u_mul_e-sum --widths 64 --rounds 2 --out "$OUT/ab_f64.csv" 2>&1 | grep -v '^round'
   parts="$parts ab_f64.csv"
 fi
 echo "ab: $(( $(date +%s) - t )) s"
-python3 - "$OUT" $parts <<'PY'
-import collections, csv, math, statistics, sys
-rows = []
-for name in sys.argv[2:]:
-    with open(f"{sys.argv[1]}/{name}") as f:
-        rows += list(csv.DictReader(f))
-t = collections.defaultdict(list)
-for r in rows:
-    t[(r["graph"], r["op"], r["F"], r["dtype"], r["config"], r["core"])].append(float(r["ms"]))
-groups = collections.defaultdict(list)
-for (g, op, F, dt, cfg, core), ms in t.items():
-    if core == "pairs" and (g, op, F, dt, cfg, "base") in t:
-        base = statistics.median(t[(g, op, F, dt, cfg, "base")])
-        groups[(op, F, dt)].append((base / statistics.median(ms), g))
-for key in sorted(groups):
-    r = groups[key]
-    gm = math.exp(sum(math.log(x) for x, _ in r) / len(r))
-    lo, hi = min(r), max(r)
-    print(f"{key}: base/pairs geomean {gm:.3f}x over {len(r)} cases, min {lo[0]:.3f} ({lo[1]}), max {hi[0]:.3f} ({hi[1]})")
-PY
 (cd "$OUT" && gzip -f $parts)

@@ -19,26 +19,8 @@ xz -dc .gpu-deps/s30/stores/libugraph_cuda.so.xz > /tmp/core_stores.so
 t=$(date +%s)
 timeout "${AB_TIMEOUT_S:-300}" python3 scripts/ab_cores.py --core atomics=dgl_ugraph/libugraph_cuda.so \
   --core stores=/tmp/core_stores.so --cases bench/kernels.csv --dtypes float32 --ops copy_u-sum \
-  --also-dtypes float16 --rounds 2 --out "$OUT/ab_stores.csv" 2>&1 | tail -4
+  --also-dtypes float16 --rounds 2 --out "$OUT/ab_stores.csv" 2>&1 | grep -v '^round'
 echo "ab: $(( $(date +%s) - t )) s"
-python3 - "$OUT/ab_stores.csv" bench/kernels.csv <<'PY'
-import collections, csv, math, statistics, sys
-t = collections.defaultdict(list)
-with open(sys.argv[1]) as f:
-    for r in csv.DictReader(f):
-        t[(r["graph"], r["F"], r["dtype"], r["config"], r["core"])].append(float(r["ms"]))
-groups = collections.defaultdict(list)
-for (g, F, dt, cfg, core), ms in t.items():
-    if core == "stores" and (g, F, dt, cfg, "atomics") in t:
-        kind = "edge" if "edge" in cfg else "vertex (control)"
-        base = statistics.median(t[(g, F, dt, cfg, "atomics")])
-        groups[(kind, dt, F)].append((base / statistics.median(ms), g, base * 1000))
-for key in sorted(groups):
-    r = groups[key]
-    gm = math.exp(sum(math.log(x) for x, _, _ in r) / len(r))
-    lo, hi = min(r), max(r)
-    print(f"{key}: atomics/stores geomean {gm:.3f}x over {len(r)}, min {lo[0]:.3f} ({lo[1]}), max {hi[0]:.3f} ({hi[1]}, {hi[2]:.1f} us)")
-PY
 gzip -f "$OUT/ab_stores.csv"
 for case in "ppi 64 warp_edge:32:1" "soc-BlogCatalog 64 warp_edge:64:1" "artist 64 warp_edge:32:1"; do
   set -- $case
