@@ -8,11 +8,12 @@
 # under both cores, two rounds in alternating order.
 # The probe core: ab_half_lanes_s30.patch applied to a checkout of this commit, then
 #   UGRAPH_DTYPES=f16 bash scripts/build_cuda_lib.sh    (its .prebuilt/libugraph_cuda.so.xz)
-# Carry .prebuilt/*.xz (this core) and .gpu-deps/s30/half8/libugraph_cuda.so.xz (the probe core).
+# Carry .prebuilt/*.xz (this core), .gpu-deps/s30/half8/libugraph_cuda.so.xz (the probe core) and
+# .gpu-deps/datasets.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 OUT=${OUT:-/tmp/ugraph_out}
-export PYTHONUNBUFFERED=1
+export DGL_UGRAPH_DATASETS=$PWD/.gpu-deps/datasets PYTHONUNBUFFERED=1
 OUT=$OUT bash scripts/gpu_check.sh build | tail -1
 xz -dc .gpu-deps/s30/half8/libugraph_cuda.so.xz > /tmp/core_half8.so
 t=$(date +%s)
