@@ -78,7 +78,7 @@ def softmax_splits(graph: UGraph, x: torch.Tensor, backward: bool) -> bool:
             return False
         budget = SOFTMAX_SPLIT_FORWARD_STATS_BYTES
         if budget is None:
-            budget = _l2_bytes(_cuda_index(x.device)) if x.is_cuda else 0
+            budget = _l2_bytes(cuda_index(x.device)) if x.is_cuda else 0
         if 2 * graph.num_dst * row * (8 if x.dtype == torch.float64 else 4) > budget:
             return False
     return graph.edge_order() is not None
@@ -177,7 +177,7 @@ class Prepared:
         if self.pending:
             raise ValueError("a CUDA call runs with a chosen ParallelInfo: pass one, or call dgl_ugraph.ugrapher, "
                              "which chooses it")
-        _launch(self._core, self.params, self.outputs, _cuda_index(self._device))
+        _launch(self._core, self.params, self.outputs, cuda_index(self._device))
         return self.outputs
 
 
@@ -186,23 +186,23 @@ _cuda_get_device = getattr(torch._C, "_cuda_getDevice", None)
 _cuda_raw_stream = getattr(torch._C, "_cuda_getCurrentRawStream", None)
 
 
-def _cuda_index(device: torch.device) -> Optional[int]:
+def cuda_index(device: torch.device) -> Optional[int]:
     """The CUDA device index that `_launch` takes: None on CPU."""
     if device.type != "cuda":
         return None
     return device.index if device.index is not None else torch.cuda.current_device()
 
 
-def _launch(core, params, outputs, cuda_index: Optional[int], data: Optional[tuple] = None) -> None:
-    """Runs packed params on the CPU (cuda_index None), or on the current stream of CUDA device
-    `cuda_index` (which CUDA graph capture sees). `data`: this call's with_data arguments, for
+def _launch(core, params, outputs, index: Optional[int], data: Optional[tuple] = None) -> None:
+    """Runs packed params on the CPU (index None), or on the current stream of CUDA device
+    `index` (which CUDA graph capture sees). `data`: this call's with_data arguments, for
     params that are a Plan's template."""
     if POISON_OUTPUTS:
         outputs[0].fill_(float("nan"))
         for t in outputs[1:]:
             if t is not None:
                 t.fill_(-7)
-    if cuda_index is None:
+    if index is None:
         core.run_cpu(params if data is None else params.with_data(*data))
         return
     # The raw stream handle, without building a torch.cuda.Stream per call; the device guard
@@ -211,11 +211,11 @@ def _launch(core, params, outputs, cuda_index: Optional[int], data: Optional[tup
     # re-checks that in Python). Each costs microseconds, which on a small graph is as much as
     # the kernel; so does a params object per call, which run_cuda_with spares a Plan.
     run, data = (core.run_cuda, ()) if data is None else (core.run_cuda_with, data)
-    if _cuda_get_device() == cuda_index:
-        run(params, _cuda_raw_stream(cuda_index), *data)
+    if _cuda_get_device() == index:
+        run(params, _cuda_raw_stream(index), *data)
     else:
-        with torch.cuda.device(cuda_index):
-            run(params, _cuda_raw_stream(cuda_index), *data)
+        with torch.cuda.device(index):
+            run(params, _cuda_raw_stream(index), *data)
 
 
 def _walks_edge_order(op: OpInfo, sig: Signature, device: torch.device) -> bool:
@@ -341,7 +341,7 @@ class Plan:
         # A zeroed workspace (new_workspace) per CUDA stream, kept across calls, which leave it
         # zeroed: two streams never share one. None where the workspace is allocated per call.
         self._zeroed = {} if self._workspace and first.params.workspace_zeroed else None
-        self._cuda_index = _cuda_index(c.device)
+        self._cuda_index = cuda_index(c.device)
         self._core = _ext.core()
         self._run_cuda_with = getattr(self._core, "run_cuda_with", None)
 
@@ -431,8 +431,8 @@ def edge_softmax(graph: UGraph, x: torch.Tensor, y: Optional[torch.Tensor] = Non
         if t.dim() < 1 or t.shape[0] != graph.num_edges:
             raise ValueError(f"{name} needs {graph.num_edges} edge rows, got shape {tuple(t.shape)}")
     core = _ext.core()
-    cuda_index = _cuda_index(graph.device)
-    if cuda_index is not None and not hasattr(core, "edge_softmax_cuda"):
+    index = cuda_index(graph.device)
+    if index is not None and not hasattr(core, "edge_softmax_cuda"):
         raise RuntimeError("this build of dgl_ugraph has no CUDA core (built with UGRAPH_CUDA=OFF)")
     x = x.contiguous()
     y = y.contiguous() if y is not None else None
@@ -444,7 +444,7 @@ def edge_softmax(graph: UGraph, x: torch.Tensor, y: Optional[torch.Tensor] = Non
     args = (y is not None, graph.num_dst, graph.num_edges, 32 if graph.idtype == torch.int32 else 64,
             graph.indptr.data_ptr(), graph.eid.data_ptr() if graph.eid is not None else 0, DTYPE_CODES[x.dtype],
             out.numel() // graph.num_edges, x.data_ptr(), y.data_ptr() if y is not None else 0, out.data_ptr())
-    if cuda_index is None:
+    if index is None:
         core.edge_softmax_cpu(*args)
         return out
     # The long rows, a warp or a block each where too long for a team (kept with the graph).
@@ -462,9 +462,9 @@ def edge_softmax(graph: UGraph, x: torch.Tensor, y: Optional[torch.Tensor] = Non
         if POISON_OUTPUTS:
             stats.fill_(float("nan"))
         args += (order[1].data_ptr(), stats.data_ptr())
-    if _cuda_get_device() == cuda_index:
-        core.edge_softmax_cuda(*args, _cuda_raw_stream(cuda_index))
+    if _cuda_get_device() == index:
+        core.edge_softmax_cuda(*args, _cuda_raw_stream(index))
     else:
-        with torch.cuda.device(cuda_index):
-            core.edge_softmax_cuda(*args, _cuda_raw_stream(cuda_index))
+        with torch.cuda.device(index):
+            core.edge_softmax_cuda(*args, _cuda_raw_stream(index))
     return out

@@ -11,6 +11,7 @@ timed again in halves.
 """
 from __future__ import annotations
 
+import contextlib
 import math
 import statistics
 from dataclasses import dataclass
@@ -204,8 +205,12 @@ class CudaRunner:
         return p
 
     def time(self, batch) -> Tuple[List[List[float]], bool]:
-        status, why, failed, ms, starved = self.core.cuda_time([p for p, _ in batch], [n for _, n in batch],
-                                                               self.handle, self.gate_timeout_ms)
+        # The core's loop makes its events and gate on the current device, which must be the one
+        # of the graph's stream (another GPU's, when a call's tensors are not on the current one).
+        index = ops.cuda_index(self.device)
+        with torch.cuda.device(index) if index is not None else contextlib.nullcontext():
+            status, why, failed, ms, starved = self.core.cuda_time([p for p, _ in batch], [n for _, n in batch],
+                                                                   self.handle, self.gate_timeout_ms)
         self._retired = []
         if status == _UG_ERR_CUDA and failed < 0:
             raise DeviceLost(why)
