@@ -175,7 +175,8 @@ def _model_graph(device):
 @pytest.mark.parametrize("name", MODELS)
 def test_models_on_the_second_gpu_match_dgl(name, current_device):
     """One training step of each example model on cuda:1: outputs and every gradient as DGL's own
-    kernels give them, every DGL call intercepted on that device."""
+    kernels give them, every DGL call intercepted on that device, and the current device after it
+    as DGL's own step leaves it."""
     import dgl_ugraph
     import test_dgl_models as tm
     make, prepare = tm.MODELS[name]
@@ -187,17 +188,21 @@ def test_models_on_the_second_gpu_match_dgl(name, current_device):
     state = copy.deepcopy(model.state_dict())
     dgl_ugraph.enable()
     dgl_ugraph.reset_stats()
+    torch.cuda.set_device(current_device)
     out, grads = tm.training_step(model, state, g, feat, labels, train_mask)
-    stats = dgl_ugraph.stats()
+    stats, device_after = dgl_ugraph.stats(), torch.cuda.current_device()
+    torch.cuda.set_device(current_device)
     with dgl_ugraph.disabled():
         ref, ref_grads = tm.training_step(model, state, g, feat, labels, train_mask)
+    # DGL's own CUDA calls make the graph's device current (cudaSetDevice) and leave it so: the
+    # plugin must leave it as they do.
+    assert device_after == torch.cuda.current_device()
     tm.assert_equal_up_to_order(out, ref, f"{name} output", rtol=RTOL)
     for pname in grads:
         tm.assert_equal_up_to_order(grads[pname], ref_grads[pname], f"{name} gradient of {pname}",
                                     1e-12 * max(r.abs().max().item() for r in ref_grads.values()), RTOL)
     assert stats["calls"] > 0 and stats["intercepted"] == stats["calls"], stats["patterns"]
     assert {r["device"] for r in stats["signatures"]} == {SECOND}, stats["signatures"]
-    assert torch.cuda.current_device() == current_device
 
 
 # Data-parallel training: one process a GPU, DistributedDataParallel over NCCL, each rank the same
