@@ -21,6 +21,7 @@ Lifetimes:
 """
 from __future__ import annotations
 
+import contextlib
 import threading
 import weakref
 from collections import OrderedDict
@@ -142,6 +143,22 @@ def _resolve(gidx) -> Union[GraphEntry, str]:
     return entry
 
 
+@contextlib.contextmanager
+def _current_device_kept():
+    """DGL's C API makes the device of the arrays it allocates current (cudaSetDevice) and leaves
+    it so; where a graph's first call has DGL create a format here, the caller's current device
+    is put back, so that a later `device="cuda"` still means the device the caller chose."""
+    if not torch.cuda.is_initialized():
+        yield
+        return
+    device = torch.cuda.current_device()
+    try:
+        yield
+    finally:
+        if torch.cuda.current_device() != device:
+            torch.cuda.set_device(device)
+
+
 def forget_slot(table: dict, key: int):
     """The weak-reference callback that drops table[key], a (weakref, value) slot keyed by an
     object's id, when that object dies, unless the id already serves a newer object's slot."""
@@ -165,7 +182,7 @@ def entry_for(gidx) -> Union[GraphEntry, str]:
     slot = _by_gidx.get(id(gidx))
     if slot is not None and slot[0]() is gidx:
         return slot[1]
-    with _lock:
+    with _lock, _current_device_kept():
         result = _resolve(gidx)
         _by_gidx[id(gidx)] = (weakref.ref(gidx, forget_slot(_by_gidx, id(gidx))), result)
         if result.__class__ is GraphEntry:
