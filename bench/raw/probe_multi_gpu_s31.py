@@ -3,7 +3,7 @@ one process, each step followed by a synchronization of both GPUs, logging every
 CUDA runtime's current device across dgl_ugraph's entry points and DGL's C API calls.
 
     PYTHONPATH=.:tests:tests/gpu python3 bench/raw/probe_multi_gpu_s31.py [--models GIN-max,SAGE-pool]
-        [--currents 0,1] [--repeat 2] [--ours-only] [--no-poison]
+        [--device cuda:1] [--currents 0,1] [--repeat 2] [--ours-only] [--no-poison]
 Run it under CUDA_LAUNCH_BLOCKING=1 or compute-sanitizer to place a fault.
 """
 from __future__ import annotations
@@ -55,23 +55,23 @@ def install():
                 setattr(module, attr, tracked(f"DGL {attr}", getattr(module, attr)))
 
 
-def step(name, current, plugin):
+def step(name, current, plugin, device):
     make, prepare = tm.MODELS[name]
     g, feat, labels = tm.data.synthetic_graph(3000, 30000, tm.CLASSES, tm.FEAT, seed=3)
-    train_mask = tm.data.masks(g.num_nodes(), seed=3)[0].to("cuda:1")
+    train_mask = tm.data.masks(g.num_nodes(), seed=3)[0].to(device)
     torch.cuda.set_device(current)
-    g, feat, labels = g.to("cuda:1"), feat.to("cuda:1", torch.float64), labels.to("cuda:1")
-    log.append(f"  graph on cuda:1 made; current device {_get()}")
+    g, feat, labels = g.to(device), feat.to(device, torch.float64), labels.to(device)
+    log.append(f"  graph on {device} made; current device {_get()}")
     if prepare is not None:
         g = prepare(g)
     torch.manual_seed(0)
-    model = make().to("cuda:1", torch.float64)
+    model = make().to(device, torch.float64)
     state = copy.deepcopy(model.state_dict())
     torch.cuda.set_device(current)
     (dgl_ugraph.enable if plugin else dgl_ugraph.disable)()
     out, grads = tm.training_step(model, state, g, feat, labels, train_mask)
     after = _get()
-    for d in (0, 1):
+    for d in range(torch.cuda.device_count()):
         torch.cuda.synchronize(d)
     return out, grads, after
 
@@ -79,6 +79,7 @@ def step(name, current, plugin):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--models", default="GCN,GIN-max,SAGE-pool")
+    ap.add_argument("--device", default="cuda:1", help="the graph's (cuda:0 checks the probe on one GPU)")
     ap.add_argument("--currents", default="0,1")
     ap.add_argument("--repeat", type=int, default=2)
     ap.add_argument("--ours-only", action="store_true")
@@ -91,10 +92,10 @@ def main():
             for current in (int(c) for c in args.currents.split(",")):
                 log.append(f"== round {r} {name} current {current}")
                 try:
-                    out, grads, ours_after = step(name, current, True)
+                    out, grads, ours_after = step(name, current, True, args.device)
                     line = f"ours leaves current device {ours_after}"
                     if not args.ours_only:
-                        ref, ref_grads, dgl_after = step(name, current, False)
+                        ref, ref_grads, dgl_after = step(name, current, False, args.device)
                         worst = max([(out - ref).abs().max().item()]
                                     + [(grads[k] - ref_grads[k]).abs().max().item() for k in grads])
                         line += f", DGL's leaves {dgl_after}; max |ours - DGL| {worst:.3g}"
