@@ -10,7 +10,7 @@ OUT=${OUT:-/tmp/ugraph_out}
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 OUT=$OUT bash scripts/gpu_check.sh build multi-gpu 2>&1 | tail -8
 export PYTHONPATH=$PWD:$PWD/tests:$PWD/tests/gpu:/tmp/dglpkg DGLBACKEND=pytorch PYTHONUNBUFFERED=1
-probe() {  # probe NAME TIMEOUT [PREFIX...] -- ARGS...
+probe() {  # probe NAME TIMEOUT COMMAND...: COMMAND's output, filtered, in $OUT/probe_NAME.log
   local name=$1 limit=$2
   shift 2
   echo "== $name"

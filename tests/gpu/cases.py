@@ -3,12 +3,25 @@ case, and the (grouping, tiling) samples, extremes included."""
 from __future__ import annotations
 
 import itertools
-from typing import List, NamedTuple, Tuple
+from typing import List, NamedTuple, Optional, Tuple
 
+import pytest
 import torch
 
 from dgl_ugraph.core.abstraction import OpInfo
 from dgl_ugraph.core.graph import UGraph
+
+def why_no_cuda_dgl() -> Optional[str]:
+    """Why the tests that run DGL on the GPU cannot run here; None where a CUDA build imports."""
+    try:
+        import dgl
+    except Exception as exc:  # absent, or a DGL build that does not load with this torch
+        return f"DGL does not import ({type(exc).__name__})"
+    return None if dgl.ndarray.gpu(0).exist else f"DGL {dgl.__version__} is built without CUDA"
+
+
+_NO_CUDA_DGL = why_no_cuda_dgl()
+needs_cuda_dgl = pytest.mark.skipif(_NO_CUDA_DGL is not None, reason=str(_NO_CUDA_DGL))
 
 NODE_TYPES = ("src", "dst", "edge")
 BINARY = ("add", "sub", "mul", "div")

@@ -24,7 +24,7 @@ import torch.nn.functional as F
 _HERE = pathlib.Path(__file__).resolve().parent
 sys.path[:0] = [p for p in (str(_HERE.parents[1]), str(_HERE.parent), str(_HERE)) if p not in sys.path]
 
-from cases import PARALLEL_SAMPLES, make_op, op_cases, suite_graph  # noqa: E402
+from cases import PARALLEL_SAMPLES, make_op, needs_cuda_dgl, op_cases, suite_graph  # noqa: E402
 from reference import hub_graph, reference, softmax_oracle, softmax_scores  # noqa: E402
 from test_kernels_gpu import check_args, close, run_unless_refused  # noqa: E402
 
@@ -147,16 +147,6 @@ def test_autotuning_a_call_on_the_second_gpu(current_device, tmp_path, monkeypat
 
 # ---- under DGL ----------------------------------------------------------------------------------
 
-
-def _why_no_dgl():
-    try:
-        import dgl
-    except Exception as exc:  # absent, or a DGL build that does not load with this torch
-        return f"DGL does not import ({type(exc).__name__})"
-    return None if dgl.ndarray.gpu(0).exist else f"DGL {dgl.__version__} is built without CUDA"
-
-
-needs_dgl = pytest.mark.skipif(_why_no_dgl() is not None, reason=str(_why_no_dgl()))
 # Float64 throughout, so that summation order stays below these bounds and a wrong device,
 # stream or result does not.
 RTOL = 1e-9
@@ -170,7 +160,7 @@ def _model_graph(device):
     return g.to(device), feat.to(device, torch.float64), labels.to(device), train_mask.to(device)
 
 
-@needs_dgl
+@needs_cuda_dgl
 @pytest.mark.parametrize("current_device", (0, 1), ids=("current0", "current1"), indirect=True)
 @pytest.mark.parametrize("name", MODELS)
 def test_models_on_the_second_gpu_match_dgl(name, current_device):
@@ -204,7 +194,7 @@ def test_models_on_the_second_gpu_match_dgl(name, current_device):
     assert {r["device"] for r in stats["signatures"]} == {SECOND}, stats["signatures"]
 
 
-@needs_dgl
+@needs_cuda_dgl
 @pytest.mark.parametrize("current_device", (0,), ids=("current0",), indirect=True)
 def test_a_graphs_first_call_keeps_the_current_device(current_device):
     """DGL makes the device of the arrays it allocates current and leaves it so: the graph cache,
@@ -276,7 +266,7 @@ def _ddp_worker(rank: int, world: int, port: int, out_dir: str) -> None:
         dist.destroy_process_group()
 
 
-@needs_dgl
+@needs_cuda_dgl
 def test_data_parallel_training_over_nccl_matches_dgl(tmp_path):
     """Two processes, one GPU each: per rank the same losses, and on both ranks the same final
     weights, with dgl_ugraph as with DGL's kernels; every call of the plugin's runs intercepted on

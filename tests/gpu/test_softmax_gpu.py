@@ -15,11 +15,12 @@ import pytest
 import torch
 
 _HERE = pathlib.Path(__file__).resolve().parent
-sys.path[:0] = [p for p in (str(_HERE.parents[1]), str(_HERE.parent)) if p not in sys.path]
+sys.path[:0] = [p for p in (str(_HERE.parents[1]), str(_HERE.parent), str(_HERE)) if p not in sys.path]
 
 from dgl_ugraph import UGraph  # noqa: E402
 from dgl_ugraph.core import _ext, ops  # noqa: E402
 from dgl_ugraph.core.ops import edge_softmax  # noqa: E402
+from cases import needs_cuda_dgl  # noqa: E402
 from reference import SOFTMAX_DTYPES as DTYPES, dname, hub_graph, softmax_close, softmax_oracle, softmax_scores  # noqa: E402,E501
 
 if not torch.cuda.is_available() or not _ext.has_cuda():
@@ -158,17 +159,6 @@ def test_non_finite_scores_follow_dgls_operations():
 
 # ---- under DGL ----------------------------------------------------------------------------------
 
-def _why_no_dgl():
-    try:
-        import dgl
-    except Exception as exc:
-        return f"DGL does not import ({type(exc).__name__})"
-    return None if dgl.ndarray.gpu(0).exist else f"DGL {dgl.__version__} is built without CUDA"
-
-
-needs_dgl = pytest.mark.skipif(_why_no_dgl() is not None, reason=str(_why_no_dgl()))
-
-
 def dgl_graph(seed=0, nodes=500, edges=6000):
     import dgl
 
@@ -184,7 +174,7 @@ def softmax_stats():
     return dgl_ugraph.stats()["patterns"].get("edge_softmax", {"intercepted": 0, "fallback": 0, "reasons": {}})
 
 
-@needs_dgl
+@needs_cuda_dgl
 @pytest.mark.parametrize("norm_by", ["dst", "src"])
 @pytest.mark.parametrize("dtype", DTYPES, ids=dname)
 def test_dgl_edge_softmax_runs_fused_and_matches_dgl(dtype, norm_by):
@@ -216,7 +206,7 @@ def test_dgl_edge_softmax_runs_fused_and_matches_dgl(dtype, norm_by):
     torch.testing.assert_close(out_grad.double(), ref_grad.double(), rtol=scale * rtol, atol=scale * atol * terms)
 
 
-@needs_dgl
+@needs_cuda_dgl
 def test_gatconv_on_and_off():
     import dgl_ugraph
     from dgl.nn import GATConv
@@ -242,7 +232,7 @@ def test_gatconv_on_and_off():
         torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-5 * b.abs().max().item())
 
 
-@needs_dgl
+@needs_cuda_dgl
 def test_what_keeps_dgls_path_is_counted_with_its_reason():
     import dgl
     import dgl_ugraph
@@ -260,7 +250,7 @@ def test_what_keeps_dgls_path_is_counted_with_its_reason():
     assert "an edge subset (eids)" in reasons and "autocast" in reasons
 
 
-@needs_dgl
+@needs_cuda_dgl
 def test_long_rows_run_the_five_calls_unless_split():
     """A row longer than SOFTMAX_FUSED_MAX_DEGREE in a softmax that would run in one launch: DGL's
     five calls run it on dgl_ugraph's kernels, and stats() says so (no fallback). Split (past
@@ -304,7 +294,7 @@ def test_long_rows_run_the_five_calls_unless_split():
     assert configs["wide"] == configs["big_hub"] == {"cuda"}, configs
 
 
-@needs_dgl
+@needs_cuda_dgl
 def test_second_derivatives_flow_as_through_dgls_softmax():
     """create_graph: the backward runs DGL's differentiable calls, so a gradient of the gradient
     equals DGL's."""
