@@ -2,6 +2,9 @@
 mean aggregator) waits for, per call, with the kernel's gather mean against the two paths it
 replaces, interleaved round by round in one run:
   fused     - dgl_ugraph on: DGL's sum reaches the kernel as gather mean, divided at the store;
+  divided_grad - (training only) dgl_ugraph on, the mean's backward as DGL runs it: the gradient
+              divided into a new tensor, then the reverse sum (where `fused` runs the backward as
+              one reverse aggregation dividing each message as it reads it);
   dgl_div   - dgl_ugraph on with the mean hook off: our kernel's sum, then DGL's own division
               (in-degrees, clamp, cast, reshape, divide into a new tensor);
   dgl       - dgl_ugraph off: DGL's cuSPARSE sum and its division.
@@ -79,7 +82,15 @@ def main():
                 def native():
                     with dgl_ugraph.disabled():
                         return fn()
+                def divided_grad():
+                    reverse, mean._reverse[0] = mean._reverse[0], None
+                    try:
+                        return fn()
+                    finally:
+                        mean._reverse[0] = reverse
                 impls = {"fused": fn, "dgl_div": dgl_div, "dgl": native}
+                if mode == "training":
+                    impls["divided_grad"] = divided_grad
                 ref = native()
                 for name, call in impls.items():
                     torch.testing.assert_close(call(), ref, rtol=1e-4, atol=1e-5)

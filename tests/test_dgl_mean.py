@@ -90,9 +90,60 @@ def test_the_kernel_divides_the_mean_and_no_sum_runs():
     forward = dgl_ugraph.stats()["patterns"]
     assert set(forward) == {"gspmm:copy_lhs:mean:u:*"}
     assert forward["gspmm:copy_lhs:mean:u:*"]["intercepted"] == 1
-    assert out.grad_fn.__class__.__name__ == "_DividedGradBackward"
+    assert out.grad_fn.__class__.__name__ == "_FusedMeanBackward"
+    w = torch.randn(g.num_edges(), 1, requires_grad=True)
+    assert dgl.ops.u_mul_e_mean(g, x, w).grad_fn.__class__.__name__ == "_DividedGradBackward"
     with torch.no_grad():  # no autograd: the kernel's tensor itself
         assert dgl.ops.copy_u_mean(g, x).grad_fn is None
+
+
+def test_a_copy_u_means_backward_is_one_reverse_call_dividing_each_message():
+    g = _skewed(80, 500, 8)
+    x = torch.randn(g.num_nodes(), 8, requires_grad=True)
+    out = dgl.ops.copy_u_mean(g, x)
+    dgl_ugraph.reset_stats()
+    out.backward(torch.randn(out.shape))
+    backward = dgl_ugraph.stats()["patterns"]
+    assert set(backward) == {"gspmm_mean_backward"}
+    assert backward["gspmm_mean_backward"]["intercepted"] == 1 and backward["gspmm_mean_backward"]["fallback"] == 0
+
+
+def test_a_fused_means_second_derivative_is_dgls():
+    """create_graph records the backward: DGL's division and its differentiable reverse sum."""
+    g = _skewed(60, 400, 9)
+    gen = torch.Generator().manual_seed(4)
+    x = torch.randn(g.num_nodes(), 3, generator=gen, dtype=torch.float64, requires_grad=True)
+    v = torch.randn(g.num_nodes(), 3, generator=gen, dtype=torch.float64, requires_grad=True)
+
+    def second(h, u):
+        (grad,) = torch.autograd.grad((dgl.ops.copy_u_mean(g, h) * u).sum(), h, create_graph=True)
+        return torch.autograd.grad((grad * grad).sum(), u)[0]
+
+    ours = second(x, v)
+    with dgl_ugraph.disabled():
+        theirs = second(x, v)
+    torch.testing.assert_close(ours, theirs, rtol=1e-12, atol=1e-12)
+
+
+def test_a_fused_backward_whose_kernel_fails_runs_on_dgl(monkeypatch, isolated_failures):
+    g = _skewed(70, 400, 10)
+    gen = torch.Generator().manual_seed(5)
+    x = torch.randn(g.num_nodes(), 5, generator=gen, requires_grad=True)
+    with dgl_ugraph.disabled():
+        ref, ref_grads = _run(lambda h: dgl.ops.copy_u_mean(g, h), x)
+    dgl.ops.copy_u_mean(g, x)  # the forward's plan, made before the failures
+    real = interception.Plan
+
+    def broken_on_reverse(graph, op_info, *args, **kwargs):
+        if op_info.B_type == "src":
+            raise RuntimeError("injected failure")
+        return real(graph, op_info, *args, **kwargs)
+
+    monkeypatch.setattr(interception, "Plan", broken_on_reverse)
+    with pytest.warns(dgl_ugraph.UGraphFallbackWarning, match="injected failure"):
+        out, grads = _run(lambda h: dgl.ops.copy_u_mean(g, h), x)
+    assert torch.equal(out, ref) and torch.equal(grads[0], ref_grads[0])
+    assert "injected failure" in str(dgl_ugraph.stats()["patterns"]["gspmm_mean_backward"]["reasons"])
 
 
 def test_in_place_use_of_a_kernel_divided_mean_keeps_its_gradient():

@@ -124,7 +124,7 @@ def enable():
         _enable_cuda_softmax()
         degrees.enable()
         indexes.enable()
-        mean.enable()
+        mean.enable(mean_backward)
         _enabled = True
         set_enabled(True)
 
@@ -316,6 +316,19 @@ def _gspmm(gidx, op, reduce_op, u, e, args=None):
                        e if op != "copy_lhs" else None, gidx)
         return _dgl["_gspmm"](gidx, op, reduce_op, u, e)
     return _spmm(gidx, op, reduce_op, u, e, lambda: _dgl["_gspmm"](gidx, op, reduce_op, u, e), args)
+
+
+def _run_spmm_only(d: Decision, entry, lhs, rhs):
+    return _run_spmm(d, entry, lhs, rhs)[0]
+
+
+def mean_backward(gidx, grad, divisor):
+    """The source gradient of a copy_u mean on `gidx` (mean._FusedMean): on the reverse graph,
+    the sum of grad / divisor over each source's out-edges, each message divided as it is read,
+    in one kernel call. DGL divides the whole gradient first, then sums it on the reverse graph."""
+    rev = gidx.reverse()
+    return _route(rev, ("mean_backward", meta(grad), meta(divisor)), "div", grad, divisor, _run_spmm_only,
+                  lambda: _dgl["_gspmm"](rev, "copy_lhs", "sum", grad / divisor, None)[0])
 
 
 def _gsddmm(gidx, op, lhs, rhs, lhs_target="u", rhs_target="v"):

@@ -9,6 +9,15 @@ each row by its clamped in-degree as it stores it, with no pass over the result.
 records the division's gradient (`_DividedGrad`: the gradient divided by the same degrees), which
 is what it records for DGL's `sum / degrees`.
 
+A copy_u mean (SAGEConv's mean aggregator, fn.copy_u with fn.mean) whose source features need
+their gradient runs inside an autograd function of its own (`_FusedMean`) instead of DGL's: its
+backward is one aggregation on the reverse graph that divides each message by its destination's
+degree as it reads it (`interception.mean_backward`: edge_op div, A the gradient and B the
+divisor, both typed src on the reverse graph), where DGL divides the whole gradient into a new
+tensor and then runs the reverse sum over it. Each message is the same quotient, so the sum is
+DGL's to the bit where the two sum in the same order (on CPU). Where autograd records the backward
+(create_graph) it is DGL's own division and differentiable reverse sum.
+
 Where the sum runs on DGL's kernel instead (a call dgl_ugraph refuses, or one whose kernel
 failed), the division uses a divisor the graph cache computes once per graph, dtype and rank, in
 place on the sum that nobody else holds (where it is no view): the same division by the same
@@ -29,6 +38,9 @@ from dgl_ugraph.dgl import cache
 _SIGNATURE = ("g", "op", "reduce_op", "lhs_data", "rhs_data")
 _dgl = {}  # module name -> DGL's own gspmm there, captured by enable()
 _own = [None]  # DGL's gspmm, which `_gspmm` calls (kept after disable for calls in flight)
+# The fused backward's reverse aggregation, (gidx, grad, divisor) -> the source gradient; given by
+# interception, which routes kernel calls (kept across disable, for backward passes in flight).
+_reverse = [None]
 _lock = threading.Lock()
 class _State(threading.local):
     """Per thread: `armed` while a mean's sum is on its way to _gspmm, `divided` once the kernel
@@ -76,6 +88,26 @@ class _DividedGrad(torch.autograd.Function):
         return grad / ctx.divisor, None
 
 
+class _FusedMean(torch.autograd.Function):
+    """copy_u mean with the source gradient: forward, the kernel's gather mean; backward, the
+    reverse aggregation of each message divided by its destination's degree in one call."""
+
+    @staticmethod
+    def forward(ctx, x, g, entry):
+        ret = _mean_of_sum(g, "copy_lhs", x, None, entry)
+        ctx.gidx, ctx.divisor = g._graph, _divisor(entry, ret.dtype, ret.dim())
+        # A view (1-D features come back squeezed) would be refused in-place use downstream.
+        return ret.clone() if ret._is_view() else ret
+
+    @staticmethod
+    def backward(ctx, grad):
+        if torch.is_grad_enabled():  # create_graph: DGL's differentiable division and reverse sum
+            from dgl.backend.pytorch import sparse
+
+            return sparse.gspmm(ctx.gidx.reverse(), "copy_lhs", "sum", grad / ctx.divisor, None), None, None
+        return _reverse[0](ctx.gidx, grad, ctx.divisor), None, None
+
+
 def _modules():
     # Looked up on first use: this module must import without DGL, for kernel-only use.
     import dgl.ops
@@ -85,30 +117,27 @@ def _modules():
     return {"dgl.ops.spmm": dgl.ops.spmm, "dgl.ops": dgl.ops}
 
 
-def _divisor(entry, ret: torch.Tensor) -> torch.Tensor:
-    """DGL's divisor for a mean with result `ret` on the graph of `entry`: the in-degrees clamped
-    to at least 1, in ret's dtype, shaped to broadcast over its rows; cached on the entry."""
-    key = (ret.dtype, ret.dim())
+def _divisor(entry, dtype: torch.dtype, rank: int) -> torch.Tensor:
+    """DGL's divisor for a mean with a result of `dtype` and `rank` on the graph of `entry`: the
+    in-degrees clamped to at least 1, in that dtype, shaped to broadcast over its rows; cached on
+    the entry."""
+    key = (dtype, rank)
     found = entry.divisors.get(key)
     if found is None:
-        deg = entry.degrees(False).clamp(min=1).to(ret.dtype)
-        found = entry.divisors[key] = deg.reshape((deg.shape[0],) + (1,) * (ret.dim() - 1))
+        deg = entry.degrees(False).clamp(min=1).to(dtype)
+        found = entry.divisors[key] = deg.reshape((deg.shape[0],) + (1,) * (rank - 1))
     return found
 
 
-def _gspmm(g, op, reduce_op, lhs_data, rhs_data):
-    own = _own[0]
-    if reduce_op != "mean" or g._graph.number_of_etypes() != 1:
-        return own(g, op, reduce_op, lhs_data, rhs_data)
-    entry = cache.entry_for(g._graph)
-    if entry.__class__ is not cache.GraphEntry:
-        return own(g, op, reduce_op, lhs_data, rhs_data)
+def _mean_of_sum(g, op, lhs_data, rhs_data, entry):
+    """The mean through DGL's gspmm of the sum on the graph of `entry`: divided in the kernel,
+    else here."""
     _state.armed, _state.divided = True, False
     try:
-        ret = own(g, op, "sum", lhs_data, rhs_data)
+        ret = _own[0](g, op, "sum", lhs_data, rhs_data)
     finally:
         _state.armed = False
-    divisor = _divisor(entry, ret)
+    divisor = _divisor(entry, ret.dtype, ret.dim())
     if _state.divided:
         return _DividedGrad.apply(ret, divisor) if ret.requires_grad else ret
     # In place where the sum is a floating tensor of its own; autograd forbids it on a view that
@@ -119,10 +148,32 @@ def _gspmm(g, op, reduce_op, lhs_data, rhs_data):
     return ret.div_(divisor)
 
 
-def enable() -> None:
+def _fused(op, x) -> bool:
+    """Whether the mean runs as `_FusedMean`: a copy_u mean whose floating source features need
+    their gradient, outside autocast (where DGL's GSpMM casts them)."""
+    return (op == "copy_lhs" and _reverse[0] is not None and isinstance(x, torch.Tensor) and x.requires_grad
+            and torch.is_grad_enabled() and x.is_floating_point() and not torch.is_autocast_enabled())
+
+
+def _gspmm(g, op, reduce_op, lhs_data, rhs_data):
+    own = _own[0]
+    if reduce_op != "mean" or g._graph.number_of_etypes() != 1:
+        return own(g, op, reduce_op, lhs_data, rhs_data)
+    entry = cache.entry_for(g._graph)
+    if entry.__class__ is not cache.GraphEntry:
+        return own(g, op, reduce_op, lhs_data, rhs_data)
+    if _fused(op, lhs_data):
+        return _FusedMean.apply(lhs_data, g, entry)
+    return _mean_of_sum(g, op, lhs_data, rhs_data, entry)
+
+
+def enable(reverse=None) -> None:
     """Routes the mean reducer of dgl.ops.gspmm through `_gspmm`; a DGL whose gspmm has another
-    signature keeps its own (with a warning), the kernels being rerouted all the same."""
+    signature keeps its own (with a warning), the kernels being rerouted all the same. `reverse`:
+    the fused backward's reverse aggregation (interception's), kept until another is given."""
     with _lock:
+        if reverse is not None:
+            _reverse[0] = reverse
         if _dgl:
             return
         modules = _modules()

@@ -3,7 +3,9 @@
 A kernel key is `call:op:reduce_op:lhs_target:rhs_target`, exactly as DGL passes them to `_gspmm`
 (which always reads lhs from u and rhs from e) and `_gsddmm`. '-' stands for "no reduction" and
 '*' for an operand the op does not read, so `copy_u` is `gspmm:copy_lhs:sum:u:*`. DGL's own fused
-kernels that dgl_ugraph replaces whole (the CPU edge softmax) are keyed by DGL's function name.
+kernels that dgl_ugraph replaces whole (the CPU edge softmax) are keyed by DGL's function name,
+and so is a sequence of DGL's calls that dgl_ugraph runs as one unified operator (a fused row
+with an op_info: the backward of a copy_u mean).
 """
 from __future__ import annotations
 
@@ -16,6 +18,8 @@ from typing import Dict, List, Optional, Tuple, Union
 TABLE_NAME = "switching_table.json"
 # The package folder (dgl_ugraph/), where an installed copy of the table lies.
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# The fused row of a copy_u mean's backward (dgl_ugraph/dgl/mean.py).
+MEAN_BACKWARD = "gspmm_mean_backward"
 # DGL accepts these aliases for gsddmm targets (dgl._sparse_ops.target_mapping).
 _TARGET_ALIASES = {"u": "u", "v": "v", "e": "e", "src": "u", "dst": "v", "edge": "e"}
 
@@ -56,7 +60,9 @@ def _indexes() -> Tuple[Dict[str, Pattern], List[Tuple[Tuple[str, ...], str]]]:
     for row in raw["mapped"]:
         mapped[row["dgl"]] = Pattern(row["dgl"], row["edge_op"], row["gather_op"], row["A"], row["B"], row["C"])
     unsupported = [(tuple(row["dgl"].split(":")), row["reason"]) for row in raw["unsupported"]]
-    return mapped, unsupported
+    operators = {row["dgl"]: Pattern(row["dgl"], row["edge_op"], row["gather_op"], row["A"], row["B"], row["C"])
+                 for row in raw["fused"] if "edge_op" in row}
+    return mapped, unsupported, operators
 
 
 def mapped() -> Dict[str, Pattern]:
@@ -86,9 +92,14 @@ def unsupported_reason(key: str) -> Optional[str]:
     return None
 
 
+def fused_operators() -> Dict[str, Pattern]:
+    """The fused rows that run as one unified operator, by name."""
+    return _indexes()[2]
+
+
 def lookup(key: str) -> Union[Pattern, str]:
-    """The mapped Pattern, or the reason the key runs on DGL."""
-    pattern = mapped().get(key)
+    """The mapped (or fused operator's) Pattern, or the reason the key runs on DGL."""
+    pattern = mapped().get(key) or fused_operators().get(key)
     if pattern is not None:
         return pattern
     return unsupported_reason(key) or (
@@ -130,6 +141,11 @@ def markdown_table() -> str:
         lines.append(f"| `{call}:{ops}:{reduce}:{lhs}:{rhs}` | ({edge_ops}, {gathers}, {rows[0].A_type}, "
                      f"{rows[0].B_type}, {rows[0].C_type}) | {reached_by} |")
     for name, row in fused().items():
+        if name in fused_operators():
+            p = fused_operators()[name]
+            lines.append(f"| `{name}` | ({p.edge_op}, {p.gather_op}, {p.A_type}, {p.B_type}, {p.C_type}): "
+                         f"{row['kernel']} | backward passes |")
+            continue
         reached = [b[len("dgl.ops."):] for b, entry in builtins.items()
                    if name in entry.get(f"{row['device']}_calls", [])]
         reached_by = ", ".join(reached) + f" on {row['device'].upper()}" if reached else \

@@ -219,6 +219,8 @@ def count_fallback(key: str, reason: str, lhs, rhs, gidx):
 def _pattern_key(sig_key) -> str:
     if sig_key[0] == "edge_softmax":
         return sig_key[1]
+    if sig_key[0] == "mean_backward":
+        return patterns.MEAN_BACKWARD
     if sig_key[0] == "gspmm":
         return patterns.spmm_key(sig_key[1], sig_key[2])
     return patterns.sddmm_key(sig_key[1], sig_key[2], sig_key[3])
