@@ -27,11 +27,12 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "scripts"))
 
 import dgl  # noqa: E402
-from bench_dispatch import per_call_us, write_csv  # noqa: E402
+from bench_dispatch import per_call_us  # noqa: E402
 
 import dgl_ugraph  # noqa: E402
 from dgl_ugraph.dgl import mean  # noqa: E402
 from dgl_ugraph.tuning import graph_suite as gs  # noqa: E402
+from dgl_ugraph.tuning.shards import write_rows  # noqa: E402
 
 COLUMNS = ["device", "graph", "V", "E", "F", "mode", "impl", "ms_median", "ms_p25", "ms_p75"]
 GRAPHS = ("cora", "pubmed", "ppi", "com-amazon", "amazon0505", "OVCAR-8H")
@@ -109,7 +110,7 @@ def main():
                 print(f"{spec.name:12} F={f:<4} {mode:9} ms per call: {line}", flush=True)
         del g
         torch.cuda.empty_cache()
-    write_csv(args.out, COLUMNS, rows)
+    write_rows(args.out, rows, COLUMNS)
 
 
 if __name__ == "__main__":

@@ -5,6 +5,7 @@ kernel is divided by the hook; DGL's own gspmm for what it does not serve; DGL's
 when the plugin is off."""
 import contextlib
 import warnings
+from types import SimpleNamespace
 
 import pytest
 import torch
@@ -15,7 +16,7 @@ import dgl.ops  # noqa: E402
 import dgl.ops.spmm  # noqa: E402
 
 import dgl_ugraph  # noqa: E402
-from dgl_ugraph.dgl import cache, interception, mean  # noqa: E402
+from dgl_ugraph.dgl import cache, interception, mean, patterns  # noqa: E402
 
 pytestmark = pytest.mark.usefixtures("plugin_on")
 
@@ -90,24 +91,81 @@ def test_the_kernel_divides_the_mean_and_no_sum_runs():
     forward = dgl_ugraph.stats()["patterns"]
     assert set(forward) == {"gspmm:copy_lhs:mean:u:*"}
     assert forward["gspmm:copy_lhs:mean:u:*"]["intercepted"] == 1
-    assert out.grad_fn.__class__.__name__ == "_FusedMeanBackward"
-    w = torch.randn(g.num_edges(), 1, requires_grad=True)
-    assert dgl.ops.u_mul_e_mean(g, x, w).grad_fn.__class__.__name__ == "_DividedGradBackward"
+    assert out.grad_fn.__class__.__name__ == "_DividedGradBackward"  # on CPU the backward is DGL's order
     with torch.no_grad():  # no autograd: the kernel's tensor itself
         assert dgl.ops.copy_u_mean(g, x).grad_fn is None
 
 
-def test_a_copy_u_means_backward_is_one_reverse_call_dividing_each_message():
+@pytest.fixture
+def fused_on_cpu(monkeypatch):
+    """The fused backward, which serves CUDA means, on this CPU suite's graphs."""
+    monkeypatch.setattr(mean, "FUSED_DEVICES", ("cuda", "cpu"))
+
+
+def _check_close(call, *shapes, dtype=torch.float64):
+    gen = torch.Generator().manual_seed(2)
+    inputs = [torch.randn(s, generator=gen, dtype=dtype).requires_grad_() for s in shapes]
+    ours, our_grads = _run(call, *inputs)
+    with dgl_ugraph.disabled():
+        theirs, their_grads = _run(call, *inputs)
+    tol = {torch.float64: 1e-12, torch.float32: 1e-5, torch.bfloat16: 2e-2}[dtype]
+    torch.testing.assert_close(ours, theirs, rtol=tol, atol=tol)
+    for a, b in zip(our_grads, their_grads):
+        torch.testing.assert_close(a, b, rtol=tol, atol=tol)
+
+
+@pytest.mark.usefixtures("fused_on_cpu")
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32, torch.bfloat16])
+@pytest.mark.parametrize("idtype", [torch.int32, torch.int64])
+def test_a_fused_copy_u_mean_is_dgls_forward_and_backward(dtype, idtype):
+    g = _skewed(200, 1500, 11, idtype)
+    n = g.num_nodes()
+    assert (g.in_degrees() == 0).any() and (g.out_degrees() == 0).any()
+    for shape in ((n, 16), (n, 4, 3), (n,)):
+        _check_close(lambda x: dgl.ops.copy_u_mean(g, x), shape, dtype=dtype)
+    _check_close(_update_all(g, fn.copy_u("h", "m")), (n, 40), dtype=dtype)
+    seeds = torch.arange(12, dtype=idtype)
+    block = dgl.to_block(dgl.in_subgraph(g, seeds), dst_nodes=seeds)
+
+    def on_block(x):
+        block.srcdata["h"] = x
+        block.update_all(fn.copy_u("h", "m"), fn.mean("m", "out"))
+        return block.dstdata.pop("out")
+    _check_close(on_block, (block.num_src_nodes(), 5), dtype=dtype)
+    empty = dgl.graph(([], []), num_nodes=6, idtype=idtype)
+    _check_close(lambda x: dgl.ops.copy_u_mean(empty, x), (6, 3), dtype=dtype)
+
+
+@pytest.mark.usefixtures("fused_on_cpu")
+def test_a_fused_means_backward_is_one_reverse_call():
     g = _skewed(80, 500, 8)
     x = torch.randn(g.num_nodes(), 8, requires_grad=True)
     out = dgl.ops.copy_u_mean(g, x)
+    assert out.grad_fn.__class__.__name__ == "_FusedMeanBackward"
     dgl_ugraph.reset_stats()
     out.backward(torch.randn(out.shape))
     backward = dgl_ugraph.stats()["patterns"]
-    assert set(backward) == {"gspmm_mean_backward"}
-    assert backward["gspmm_mean_backward"]["intercepted"] == 1 and backward["gspmm_mean_backward"]["fallback"] == 0
+    assert set(backward) == {patterns.MEAN_BACKWARD}
+    assert backward[patterns.MEAN_BACKWARD]["intercepted"] == 1 and backward[patterns.MEAN_BACKWARD]["fallback"] == 0
+    w = torch.randn(g.num_edges(), 1, requires_grad=True)  # another op: DGL's backward
+    assert dgl.ops.u_mul_e_mean(g, x, w).grad_fn.__class__.__name__ == "_DividedGradBackward"
 
 
+def test_which_means_fuse_their_backward(monkeypatch):
+    def fused(width, edges, sources, op="copy_lhs", grad=True):
+        x = torch.randn(2, width, requires_grad=grad)
+        return mean._fused(op, x, SimpleNamespace(num_edges=edges, num_src=sources))
+
+    assert not fused(64, 10, 3)  # the CPU core keeps the division and the copy sum
+    monkeypatch.setattr(mean, "FUSED_DEVICES", ("cpu",))
+    assert fused(32, 40_000_000, 2_000_000)  # wide rows always
+    assert fused(16, 900_000, 20_000)  # a narrow row on a graph under 2^20 edges
+    assert fused(16, 4_000_000, 1_000_000)  # narrow, large, under 10 edges a source
+    assert not fused(16, 40_000_000, 4_000_000)  # narrow, large, 10 edges a source
+    assert not fused(64, 10, 3, op="copy_rhs") and not fused(64, 10, 3, grad=False)
+
+
+@pytest.mark.usefixtures("fused_on_cpu")
 def test_a_fused_means_second_derivative_is_dgls():
     """create_graph records the backward: DGL's division and its differentiable reverse sum."""
     g = _skewed(60, 400, 9)
@@ -125,6 +183,7 @@ def test_a_fused_means_second_derivative_is_dgls():
     torch.testing.assert_close(ours, theirs, rtol=1e-12, atol=1e-12)
 
 
+@pytest.mark.usefixtures("fused_on_cpu")
 def test_a_fused_backward_whose_kernel_fails_runs_on_dgl(monkeypatch, isolated_failures):
     g = _skewed(70, 400, 10)
     gen = torch.Generator().manual_seed(5)
@@ -143,7 +202,7 @@ def test_a_fused_backward_whose_kernel_fails_runs_on_dgl(monkeypatch, isolated_f
     with pytest.warns(dgl_ugraph.UGraphFallbackWarning, match="injected failure"):
         out, grads = _run(lambda h: dgl.ops.copy_u_mean(g, h), x)
     assert torch.equal(out, ref) and torch.equal(grads[0], ref_grads[0])
-    assert "injected failure" in str(dgl_ugraph.stats()["patterns"]["gspmm_mean_backward"]["reasons"])
+    assert "injected failure" in str(dgl_ugraph.stats()["patterns"][patterns.MEAN_BACKWARD]["reasons"])
 
 
 def test_in_place_use_of_a_kernel_divided_mean_keeps_its_gradient():

@@ -322,12 +322,13 @@ def _run_spmm_only(d: Decision, entry, lhs, rhs):
     return _run_spmm(d, entry, lhs, rhs)[0]
 
 
-def mean_backward(gidx, grad, divisor):
+def mean_backward(gidx, grad, divisor, reciprocal):
     """The source gradient of a copy_u mean on `gidx` (mean._FusedMean): on the reverse graph,
-    the sum of grad / divisor over each source's out-edges, each message divided as it is read,
-    in one kernel call. DGL divides the whole gradient first, then sums it on the reverse graph."""
+    the sum of grad * reciprocal over each source's out-edges, each message scaled as it is read,
+    in one kernel call. DGL (and a call that runs on DGL) divides the whole gradient by `divisor`
+    first, then sums it on the reverse graph."""
     rev = gidx.reverse()
-    return _route(rev, ("mean_backward", meta(grad), meta(divisor)), "div", grad, divisor, _run_spmm_only,
+    return _route(rev, ("mean_backward", meta(grad), meta(reciprocal)), "mul", grad, reciprocal, _run_spmm_only,
                   lambda: _dgl["_gspmm"](rev, "copy_lhs", "sum", grad / divisor, None)[0])
 
 

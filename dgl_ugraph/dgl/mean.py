@@ -9,14 +9,24 @@ each row by its clamped in-degree as it stores it, with no pass over the result.
 records the division's gradient (`_DividedGrad`: the gradient divided by the same degrees), which
 is what it records for DGL's `sum / degrees`.
 
-A copy_u mean (SAGEConv's mean aggregator, fn.copy_u with fn.mean) whose source features need
-their gradient runs inside an autograd function of its own (`_FusedMean`) instead of DGL's: its
-backward is one aggregation on the reverse graph that divides each message by its destination's
-degree as it reads it (`interception.mean_backward`: edge_op div, A the gradient and B the
-divisor, both typed src on the reverse graph), where DGL divides the whole gradient into a new
-tensor and then runs the reverse sum over it. Each message is the same quotient, so the sum is
-DGL's to the bit where the two sum in the same order (on CPU). Where autograd records the backward
-(create_graph) it is DGL's own division and differentiable reverse sum.
+A copy_u mean (SAGEConv's mean aggregator, fn.copy_u with fn.mean) on CUDA whose source features
+need their gradient runs inside an autograd function of its own (`_FusedMean`) instead of DGL's:
+its backward is one aggregation on the reverse graph that scales each message by its
+destination's reciprocal degree as it reads it (`interception.mean_backward`: edge_op mul, A the
+gradient and B the reciprocals, both typed src on the reverse graph), where DGL divides the whole
+gradient into a new tensor and then runs the reverse sum over it. A message differs from DGL's
+quotient by at most an ulp. Where autograd records the backward (create_graph) it is DGL's own
+division and differentiable reverse sum.
+
+When it fuses (H200, session 32, bench/raw/mean_backward_s32_30d43064_h200.csv: 35 graphs x F in
+16/64/256, kernel times): the fused call against the division plus the reverse copy sum is 2.06x
+geomean, 1.03-2.3x on every graph of over 1M edges at F >= 64; it loses only at F = 16 on graphs of
+over 1M edges and 10 or more edges a node (0.75-0.98x: big-skewed, big-balanced, artist,
+soc-BlogCatalog), where the per-edge load of B costs more than the division's pass saves, so those
+keep DGL's order (`FUSE_NARROW_MAX_DEGREE`). Dividing in the kernel (edge_op div, DGL's quotients
+to the bit) lost on 30 of the 105 cases (0.61x at worst): a float division per element. On the CPU
+core the fused call lost to the division and copy sum on the larger graphs (1.5-2x on a 20K-node,
+2M-edge graph), so CPU means keep DGL's order.
 
 Where the sum runs on DGL's kernel instead (a call dgl_ugraph refuses, or one whose kernel
 failed), the division uses a divisor the graph cache computes once per graph, dtype and rank, in
@@ -38,9 +48,17 @@ from dgl_ugraph.dgl import cache
 _SIGNATURE = ("g", "op", "reduce_op", "lhs_data", "rhs_data")
 _dgl = {}  # module name -> DGL's own gspmm there, captured by enable()
 _own = [None]  # DGL's gspmm, which `_gspmm` calls (kept after disable for calls in flight)
-# The fused backward's reverse aggregation, (gidx, grad, divisor) -> the source gradient; given by
-# interception, which routes kernel calls (kept across disable, for backward passes in flight).
+# The fused backward's reverse aggregation, (gidx, grad, divisor, reciprocal) -> the source
+# gradient; given by interception, which routes kernel calls (kept across disable, for backward
+# passes in flight).
 _reverse = [None]
+# Where a copy_u mean's backward is fused (see the module's docstring), and the narrow rows
+# (under FUSE_MIN_WIDTH features) that are not: graphs of FUSE_NARROW_MIN_EDGES edges or more with
+# FUSE_NARROW_MAX_DEGREE or more edges a source node.
+FUSED_DEVICES = ("cuda",)
+FUSE_MIN_WIDTH = 32
+FUSE_NARROW_MIN_EDGES = 1 << 20
+FUSE_NARROW_MAX_DEGREE = 10
 _lock = threading.Lock()
 class _State(threading.local):
     """Per thread: `armed` while a mean's sum is on its way to _gspmm, `divided` once the kernel
@@ -90,12 +108,13 @@ class _DividedGrad(torch.autograd.Function):
 
 class _FusedMean(torch.autograd.Function):
     """copy_u mean with the source gradient: forward, the kernel's gather mean; backward, the
-    reverse aggregation of each message divided by its destination's degree in one call."""
+    reverse aggregation of each message scaled by its destination's reciprocal degree in one call."""
 
     @staticmethod
     def forward(ctx, x, g, entry):
         ret = _mean_of_sum(g, "copy_lhs", x, None, entry)
         ctx.gidx, ctx.divisor = g._graph, _divisor(entry, ret.dtype, ret.dim())
+        ctx.reciprocal = _reciprocal(entry, ret.dtype, ret.dim())
         # A view (1-D features come back squeezed) would be refused in-place use downstream.
         return ret.clone() if ret._is_view() else ret
 
@@ -105,7 +124,7 @@ class _FusedMean(torch.autograd.Function):
             from dgl.backend.pytorch import sparse
 
             return sparse.gspmm(ctx.gidx.reverse(), "copy_lhs", "sum", grad / ctx.divisor, None), None, None
-        return _reverse[0](ctx.gidx, grad, ctx.divisor), None, None
+        return _reverse[0](ctx.gidx, grad, ctx.divisor, ctx.reciprocal), None, None
 
 
 def _modules():
@@ -129,6 +148,15 @@ def _divisor(entry, dtype: torch.dtype, rank: int) -> torch.Tensor:
     return found
 
 
+def _reciprocal(entry, dtype: torch.dtype, rank: int) -> torch.Tensor:
+    """1 / `_divisor`, cached beside it."""
+    key = (dtype, rank, "reciprocal")
+    found = entry.divisors.get(key)
+    if found is None:
+        found = entry.divisors[key] = 1.0 / _divisor(entry, dtype, rank)
+    return found
+
+
 def _mean_of_sum(g, op, lhs_data, rhs_data, entry):
     """The mean through DGL's gspmm of the sum on the graph of `entry`: divided in the kernel,
     else here."""
@@ -148,11 +176,17 @@ def _mean_of_sum(g, op, lhs_data, rhs_data, entry):
     return ret.div_(divisor)
 
 
-def _fused(op, x) -> bool:
+def _fused(op, x, graph) -> bool:
     """Whether the mean runs as `_FusedMean`: a copy_u mean whose floating source features need
-    their gradient, outside autocast (where DGL's GSpMM casts them)."""
-    return (op == "copy_lhs" and _reverse[0] is not None and isinstance(x, torch.Tensor) and x.requires_grad
-            and torch.is_grad_enabled() and x.is_floating_point() and not torch.is_autocast_enabled())
+    their gradient, outside autocast (where DGL's GSpMM casts them), on a device and a case where
+    the fused backward wins (module docstring)."""
+    if not (op == "copy_lhs" and _reverse[0] is not None and isinstance(x, torch.Tensor) and x.requires_grad
+            and torch.is_grad_enabled() and x.dim() > 0 and x.is_floating_point()
+            and x.device.type in FUSED_DEVICES and not torch.is_autocast_enabled()):
+        return False
+    if x[0].numel() >= FUSE_MIN_WIDTH or graph.num_edges < FUSE_NARROW_MIN_EDGES:
+        return True
+    return graph.num_edges < FUSE_NARROW_MAX_DEGREE * max(graph.num_src, 1)
 
 
 def _gspmm(g, op, reduce_op, lhs_data, rhs_data):
@@ -162,7 +196,7 @@ def _gspmm(g, op, reduce_op, lhs_data, rhs_data):
     entry = cache.entry_for(g._graph)
     if entry.__class__ is not cache.GraphEntry:
         return own(g, op, reduce_op, lhs_data, rhs_data)
-    if _fused(op, lhs_data):
+    if _fused(op, lhs_data, entry.ugraph):
         return _FusedMean.apply(lhs_data, g, entry)
     return _mean_of_sum(g, op, lhs_data, rhs_data, entry)
 

@@ -325,6 +325,36 @@ def test_a_failing_cuda_kernel_costs_one_warning_and_gives_dgls_results(monkeypa
     cache.clear()
 
 
+# ---- the mean's fused backward ---------------------------------------------------------------------
+
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32, torch.float16, torch.bfloat16])
+@pytest.mark.parametrize("shape", [(24,), (4, 10), ()], ids=["F24", "H4xD10", "1-D"])
+def test_a_copy_u_means_fused_backward_on_cuda_is_dgls(dtype, shape):
+    """One reverse call (gspmm_mean_backward) against DGL's division and cuSPARSE sum; twice,
+    on fresh inputs each time, with isolated nodes and a hub row."""
+    g = cuda_graph(5, nodes=300, edges=3000)
+    g = dgl.add_edges(g, torch.full((400,), 7, device=DEVICE), torch.arange(400, device=DEVICE) % 300)
+    g = dgl.add_nodes(g, 4)
+    n = g.num_nodes()
+    for seed in range(2):
+        gen = torch.Generator(device=DEVICE).manual_seed(seed)
+        x = (torch.rand((n,) + shape, generator=gen, device=DEVICE) - 0.5).to(dtype).requires_grad_()
+        w = torch.rand((n,) + shape, generator=gen, device=DEVICE).to(dtype)
+        dgl_ugraph.reset_stats()
+        out = dgl.ops.copy_u_mean(g, x)
+        assert out.grad_fn.__class__.__name__ == "_FusedMeanBackward"
+        (grad,) = torch.autograd.grad((out * w).sum(), x)
+        assert pattern("gspmm_mean_backward")["intercepted"] == 1 and pattern("gspmm_mean_backward")["fallback"] == 0
+        with dgl_ugraph.disabled():
+            ref = dgl.ops.copy_u_mean(g, x)
+            (ref_grad,) = torch.autograd.grad((ref * w).sum(), x)
+        cases.assert_close(out, ref, dtype, "mean")
+        cases.assert_close(grad, ref_grad, dtype, "its source gradient")
+    with torch.autocast("cuda", dtype=torch.float16):  # DGL's GSpMM casts the operands: its backward
+        assert dgl.ops.copy_u_mean(g, x.float().detach().requires_grad_()).grad_fn.__class__.__name__ != \
+            "_FusedMeanBackward"
+
+
 # ---- the graph cache --------------------------------------------------------------------------------
 
 def test_graph_cache_across_forward_and_backward_on_cuda(builds):
