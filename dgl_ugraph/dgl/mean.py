@@ -23,10 +23,10 @@ When it fuses (H200, session 32, bench/raw/mean_backward_s32_30d43064_h200.csv: 
 geomean, 1.03-2.3x on every graph of over 1M edges at F >= 64; it loses only at F = 16 on graphs of
 over 1M edges and 10 or more edges a node (0.75-0.98x: big-skewed, big-balanced, artist,
 soc-BlogCatalog), where the per-edge load of B costs more than the division's pass saves, so those
-keep DGL's order (`FUSE_NARROW_MAX_DEGREE`). Dividing in the kernel (edge_op div, DGL's quotients
+keep the two steps (`FUSE_NARROW_MAX_DEGREE`). Dividing in the kernel (edge_op div, DGL's quotients
 to the bit) lost on 30 of the 105 cases (0.61x at worst): a float division per element. On the CPU
 core the fused call lost to the division and copy sum on the larger graphs (1.5-2x on a 20K-node,
-2M-edge graph), so CPU means keep DGL's order.
+2M-edge graph), so CPU means keep the two steps.
 
 Where the sum runs on DGL's kernel instead (a call dgl_ugraph refuses, or one whose kernel
 failed), the division uses a divisor the graph cache computes once per graph, dtype and rank, in

@@ -54,7 +54,7 @@ def table() -> dict:
 
 
 @lru_cache(maxsize=1)
-def _indexes() -> Tuple[Dict[str, Pattern], List[Tuple[Tuple[str, ...], str]]]:
+def _indexes() -> Tuple[Dict[str, Pattern], List[Tuple[Tuple[str, ...], str]], Dict[str, Pattern]]:
     raw = table()
     mapped = {}
     for row in raw["mapped"]:
@@ -144,7 +144,7 @@ def markdown_table() -> str:
         if name in fused_operators():
             p = fused_operators()[name]
             lines.append(f"| `{name}` | ({p.edge_op}, {p.gather_op}, {p.A_type}, {p.B_type}, {p.C_type}): "
-                         f"{row['kernel']} | backward passes |")
+                         f"{row['kernel']} | backward passes on {row['device'].upper()} |")
             continue
         reached = [b[len("dgl.ops."):] for b, entry in builtins.items()
                    if name in entry.get(f"{row['device']}_calls", [])]
