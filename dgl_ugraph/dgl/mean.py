@@ -38,6 +38,7 @@ Heterographs (several edge types) and graphs the cache cannot hold take DGL's ow
 from __future__ import annotations
 
 import inspect
+import math
 import threading
 import warnings
 
@@ -181,10 +182,10 @@ def _fused(op, x, graph) -> bool:
     their gradient, outside autocast (where DGL's GSpMM casts them), on a device and a case where
     the fused backward wins (module docstring)."""
     if not (op == "copy_lhs" and _reverse[0] is not None and isinstance(x, torch.Tensor) and x.requires_grad
-            and torch.is_grad_enabled() and x.dim() > 0 and x.is_floating_point()
+            and torch.is_grad_enabled() and x.is_floating_point() and x.dim() > 0
             and x.device.type in FUSED_DEVICES and not torch.is_autocast_enabled()):
         return False
-    if x[0].numel() >= FUSE_MIN_WIDTH or graph.num_edges < FUSE_NARROW_MIN_EDGES:
+    if math.prod(x.shape[1:]) >= FUSE_MIN_WIDTH or graph.num_edges < FUSE_NARROW_MIN_EDGES:
         return True
     return graph.num_edges < FUSE_NARROW_MAX_DEGREE * max(graph.num_src, 1)
 
