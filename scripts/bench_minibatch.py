@@ -23,7 +23,9 @@ seed nodes.
 from __future__ import annotations
 
 import argparse
+import cProfile
 import pathlib
+import pstats
 import statistics
 import sys
 import time
@@ -121,6 +123,21 @@ def parity(model, opt, feat, labels, batch) -> float:
     return max(((a - b).abs().max() / b.abs().max().clamp(min=1e-30)).item() for a, b in zip(ours, theirs))
 
 
+def profile_steps(model, opt, feat, labels, batches, sync, what: str):
+    run_step(model, opt, feat, labels, batches[0])
+    sync()
+    profile = cProfile.Profile()
+    t0 = time.perf_counter()
+    profile.enable()
+    for batch in batches[1:]:
+        run_step(model, opt, feat, labels, batch)
+    sync()
+    profile.disable()
+    print(f"\n=== {what}: {(time.perf_counter() - t0) * 1e3 / (len(batches) - 1):.3f} ms a step under cProfile ===")
+    for key in ("cumulative", "tottime"):
+        pstats.Stats(profile).sort_stats(key).print_stats(30)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--device", default="cuda")
@@ -130,6 +147,8 @@ def main():
     ap.add_argument("--warmup", type=int, default=3, help="batches left out of the medians")
     ap.add_argument("--batch", type=int, default=1024)
     ap.add_argument("--out", default=None)
+    ap.add_argument("--profile", action="store_true",
+                    help="instead: cProfile of --steps plugin-on steps of each model on each graph (host time)")
     args = ap.parse_args()
     device = torch.device(args.device)
     sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
@@ -152,6 +171,9 @@ def main():
             opt = torch.optim.SGD(model.parameters(), lr=0.0)
             batches = {"dgl": sample(g, seeds, total, args.batch, device, 1),
                        "ugraph": sample(g, seeds, total, args.batch, device, 2)}
+            if args.profile:
+                profile_steps(model, opt, feat, labels, batches["ugraph"], sync, f"{mname} on {gname}")
+                continue
             check = sample(g, seeds, 1, args.batch, device, 3)[0]
             diff = parity(model, opt, feat, labels, check)
             times = {"dgl": [], "ugraph": []}
