@@ -78,19 +78,27 @@ class UGraph:
 
     @property
     def stats(self) -> DegreeStats:
+        """Computed once, in one transfer from the device: on a CUDA graph every read of a value
+        waits for the device, and a graph that lives for one call (a sampled block) pays it per
+        call."""
         if self._stats is None:
             deg = (self.indptr[1:] - self.indptr[:-1]).to(torch.float64)
             if deg.numel() == 0:
                 self._stats = DegreeStats(0.0, 0.0, 0, 0, self.num_edges)
             else:
-                self._stats = DegreeStats(float(deg.mean()), float(deg.std(unbiased=False)),
-                                          int(deg.max()), int((deg == 0).sum()), self.num_edges)
+                mean, std, top, empty = torch.stack(
+                    (deg.mean(), deg.std(unbiased=False), deg.max(), (deg == 0).sum().to(torch.float64))).tolist()
+                self._stats = DegreeStats(mean, std, int(top), int(empty), self.num_edges)
         return self._stats
 
     def long_rows(self) -> torch.Tensor:
         """Every destination row of more than LONG_ROW edges, longest first (the graph's dtype and
         device): params.h's long_rows, which the CUDA vertex strategies give a block each where
-        such a row would hold up its team's warp. Built once (a sync for its length) and kept."""
+        such a row would hold up its team's warp. Built once and kept; the degree statistics say
+        when there is none, without a second wait for the device (a sampled block's fanout is
+        usually under LONG_ROW)."""
+        if self._long_rows is None and self.stats.max <= LONG_ROW:
+            self._long_rows = torch.empty(0, dtype=self.idtype, device=self.device)
         if self._long_rows is None:
             deg = self.indptr[1:] - self.indptr[:-1]
             rows = (deg > LONG_ROW).nonzero().flatten()

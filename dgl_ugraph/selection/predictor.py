@@ -158,6 +158,29 @@ class CaseInfo:
         return cls(graph.num_src, graph.num_dst, graph.num_edges, 32 if graph.idtype == torch.int32 else 64,
                    st.mean, st.std, st.max, st.empty_rows)
 
+    def rounded(self) -> "CaseInfo":
+        """The case a run-time choice is made for: sizes, the largest in-degree and the degrees'
+        spread rounded to 1/ROUNDING of an octave, the share of empty rows to 1/64, the mean
+        following the rounded sizes. Graphs that differ by less (a sampler's blocks, batch after
+        batch) are one case, whose choice the model makes once (Predictor.choose)."""
+        num_dst = _round_count(self.num_dst)
+        num_edges = _round_count(self.num_edges)
+        empty = round(self.empty_rows / max(self.num_dst, 1) * 64) / 64
+        return CaseInfo(_round_count(self.num_src), num_dst, num_edges, self.index_bits,
+                        num_edges / max(num_dst, 1), _round_octave(self.std_deg), _round_count(self.max_deg),
+                        round(empty * num_dst))
+
+
+ROUNDING = 16  # steps an octave: neighbouring rounded values differ by 4.4%
+
+
+def _round_octave(x: float) -> float:
+    return 2.0 ** (round(math.log2(x) * ROUNDING) / ROUNDING) if x > 0 else 0.0
+
+
+def _round_count(n: int) -> int:
+    return int(round(_round_octave(n)))
+
 
 def _log2(x: float) -> float:
     return math.log2(x) if x > 0 else -1.0
@@ -334,6 +357,7 @@ class Predictor:
         # Regression targets log(time / best): lower is better; ranking scores: higher is better.
         self.sign = -1.0 if manifest.get("higher_is_better", False) else 1.0
         self.forest, self.manifest, self.path = forest, manifest, path
+        self._chosen: Dict[tuple, ParallelInfo] = {}  # choose's answers, by rounded case
 
     @classmethod
     def from_files(cls, model_path: pathlib.Path) -> "Predictor":
@@ -357,8 +381,9 @@ class Predictor:
 
     def rank(self, case: CaseInfo, sig: Signature, dev: DeviceInfo, allowed: Sequence[str],
              k: Optional[int] = None) -> List[ParallelInfo]:
-        """The configurations, predicted fastest first (the k best when k is given)."""
-        configs, cost = self.scores(case, sig, dev, allowed)
+        """The configurations, predicted fastest first (the k best when k is given), for the
+        rounded case."""
+        configs, cost = self.scores(case.rounded(), sig, dev, allowed)
         if k is not None and k < len(configs):
             top = np.argpartition(cost, k)[:k]
             order = top[np.argsort(cost[top], kind="stable")]
@@ -367,8 +392,21 @@ class Predictor:
         return [configs[i] for i in order]
 
     def choose(self, case: CaseInfo, sig: Signature, dev: DeviceInfo, allowed: Sequence[str]) -> ParallelInfo:
-        configs, cost = self.scores(case, sig, dev, allowed)
-        return configs[int(np.argmin(cost))]
+        """The predicted fastest configuration for the rounded case, scored once per rounded case
+        (a forest over the whole grid takes about 0.35 ms on the GPU machine's host, per new
+        graph where training samples one per step)."""
+        key = (case.rounded(), sig, dev, tuple(allowed))
+        found = self._chosen.get(key)
+        if found is None:
+            configs, cost = self.scores(key[0], sig, dev, allowed)
+            found = configs[int(np.argmin(cost))]
+            if len(self._chosen) >= CHOSEN_KEPT:
+                self._chosen.clear()
+            self._chosen[key] = found
+        return found
+
+
+CHOSEN_KEPT = 4096  # rounded cases whose choice a Predictor keeps
 
 
 _loaded: Dict[str, Optional[Predictor]] = {}
