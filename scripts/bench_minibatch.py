@@ -24,6 +24,7 @@ seed nodes.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import copy
 import cProfile
 import pathlib
@@ -145,6 +146,18 @@ def profile_steps(model, opt, feat, labels, batches, sync, what: str):
         pstats.Stats(profile).sort_stats(key).print_stats(30)
 
 
+def profile_kernels(model, opt, feat, labels, batches, sync, what: str):
+    run_step(model, opt, feat, labels, batches[0])
+    sync()
+    activities = [torch.profiler.ProfilerActivity.CPU, torch.profiler.ProfilerActivity.CUDA]
+    with torch.profiler.profile(activities=activities) as prof:
+        for batch in batches[1:]:
+            run_step(model, opt, feat, labels, batch)
+        sync()
+    print(f"\n=== {what}: {len(batches) - 1} steps ===")
+    print(prof.key_averages().table(sort_by="cuda_time_total", row_limit=25, max_name_column_width=70))
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--device", default="cuda")
@@ -156,8 +169,9 @@ def main():
     ap.add_argument("--parity-dtype", default="float64", choices=("float32", "float64"),
                     help="the dtype of the parity check's copy of the model (the timed steps are float32)")
     ap.add_argument("--out", default=None)
-    ap.add_argument("--profile", action="store_true",
-                    help="instead: cProfile of --steps plugin-on steps of each model on each graph (host time)")
+    ap.add_argument("--profile", choices=("host", "kernels"), default=None,
+                    help="instead: cProfile of --steps plugin-on steps of each model on each graph (host), or "
+                         "torch.profiler's device kernels of as many steps, plugin on and off (kernels)")
     args = ap.parse_args()
     device = torch.device(args.device)
     dtype = getattr(torch, args.parity_dtype)
@@ -181,8 +195,13 @@ def main():
             opt = torch.optim.SGD(model.parameters(), lr=0.0)
             batches = {"dgl": sample(g, seeds, total, args.batch, device, 1),
                        "ugraph": sample(g, seeds, total, args.batch, device, 2)}
-            if args.profile:
+            if args.profile == "host":
                 profile_steps(model, opt, feat, labels, batches["ugraph"], sync, f"{mname} on {gname}")
+                continue
+            if args.profile == "kernels":
+                for impl, batch_list in batches.items():
+                    with dgl_ugraph.disabled() if impl == "dgl" else contextlib.nullcontext():
+                        profile_kernels(model, opt, feat, labels, batch_list, sync, f"{mname} on {gname}, {impl}")
                 continue
             check = sample(g, seeds, 1, args.batch, device, 3)[0]
             diff = parity(model, feat, labels, check, dtype)
