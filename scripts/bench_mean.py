@@ -92,6 +92,8 @@ def main():
                 impls = {"fused": fn, "dgl_div": dgl_div, "dgl": native}
                 if mode == "training":
                     impls["divided_grad"] = divided_grad
+                for _ in range(20):  # past the graph's tier-up (its first 16 calls run on DGL's kernels)
+                    fn()
                 ref = native()
                 for name, call in impls.items():
                     torch.testing.assert_close(call(), ref, rtol=1e-4, atol=1e-5)

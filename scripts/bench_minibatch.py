@@ -1,7 +1,7 @@
 """Mini-batch training with neighbor sampling, plugin on and off: every step's message passing runs
-on graphs (blocks) never seen before, so each step pays the plugin's first-call costs (the graph
-cache's conversion, recognition and selection per block and signature) that full-graph training
-pays once.
+on graphs (blocks) never seen before, each called a few times in its life, where full-graph
+training calls one graph thousands of times. What the plugin does with such graphs (its tier-up:
+dgl_ugraph/dgl/cache.py) decides this case.
 
 For each (model, graph), one set of sampled batches per implementation (`dgl_ugraph.disabled()`:
 `dgl`; on: `ugraph`), drawn by one NeighborSampler from the same seed nodes, so that neither side

@@ -9,6 +9,9 @@ import pytest
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if ROOT not in sys.path:
     sys.path.insert(0, ROOT)
+# The tests check dgl_ugraph's kernels from a graph's first call: no tier-up (a CUDA graph's first
+# calls on DGL's kernels, dgl_ugraph/dgl/cache.py), which has tests of its own that set it.
+os.environ["DGL_UGRAPH_TIER_UP"] = "0"
 
 
 @pytest.fixture(autouse=True, scope="session")

@@ -169,3 +169,21 @@ def test_blocks_and_int32_graphs():
     assert (entry.ugraph.num_src, entry.ugraph.num_dst) == (block.num_src_nodes(), block.num_dst_nodes())
     x = torch.rand(block.num_src_nodes(), 4)
     assert torch.equal(dgl.ops.copy_u_max(block, x), native(dgl.ops.copy_u_max, block, x))
+
+
+def test_warming_counts_each_graph_index_calls_up_to_the_tier_up(monkeypatch):
+    """cache.warming: a CUDA graph's first DGL_UGRAPH_TIER_UP calls (each index object counted on
+    its own) run on DGL's kernels; 0 turns it off."""
+    class Index:  # a graph index stand-in: any object a weak reference can point to
+        pass
+
+    monkeypatch.setenv("DGL_UGRAPH_TIER_UP", "2")
+    a, b = Index(), Index()
+    assert cache.warming(a) and cache.warming(a, count=True) and cache.warming(a, count=True)
+    assert not cache.warming(a, count=True) and not cache.warming(a)
+    assert cache.warming(b)
+    monkeypatch.setenv("DGL_UGRAPH_TIER_UP", "0")
+    assert not cache.warming(b, count=True)
+    del a
+    assert len(cache._calls) == 1  # the dead index's count went with it
+    cache.clear()

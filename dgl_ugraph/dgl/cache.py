@@ -18,6 +18,15 @@ Lifetimes:
     Python cannot see when the underlying C++ graph dies, so the RECENT_GRAPHS entries
     used last are also held strongly; an older one goes once no live gidx refers to it. That
     bounds what is kept beyond the user's own graphs; `clear()` releases it at once.
+
+Tier-up (CUDA): a graph index gets its entry on its (settings.tier_up() + 1)-th call through
+dgl_ugraph's routes; its earlier calls run on DGL's kernels (`warming`). An entry's first call on a
+new graph costs the GPU machine's host about 1.2-1.7 ms against DGL's 0.55 ms (the CSC DGL makes,
+our UGraph, the degree statistics' wait for the device, selection and the plan; H200,
+bench/raw/probe_new_graph_s32.py), where a repeat call saves 35-150 us against DGL's. A graph
+called a few times in its life, as the blocks a neighbor sampler makes for one training step
+are (GAT calls a block about ten times a step), would pay for its entry and never get it back:
+mini-batch training ran at 0.47-0.55x DGL with an entry from the first call (H200, session 32).
 """
 from __future__ import annotations
 
@@ -29,6 +38,7 @@ from typing import Dict, Optional, Tuple, Union
 
 import torch
 
+from dgl_ugraph import settings
 from dgl_ugraph.core.graph import UGraph
 
 RECENT_GRAPHS = 8
@@ -36,6 +46,7 @@ RECENT_GRAPHS = 8
 _by_gidx: Dict[int, Tuple[weakref.ref, object]] = {}
 _recent: "OrderedDict[tuple, GraphEntry]" = OrderedDict()
 _by_arrays: "weakref.WeakValueDictionary[tuple, GraphEntry]" = weakref.WeakValueDictionary()
+_calls: Dict[int, list] = {}  # id(gidx) -> [weak reference, calls so far]: warming's counts
 _lock = threading.Lock()
 
 
@@ -169,6 +180,24 @@ def forget_slot(table: dict, key: int):
     return callback
 
 
+def warming(gidx, count: bool = False) -> bool:
+    """Whether the CUDA graph index `gidx` is warming up: it has made fewer than
+    settings.tier_up() calls (counting this one where `count`), so DGL's kernels run it and it gets
+    no entry yet (the module's Tier-up). Keyed by the object, as `seen`."""
+    limit = settings.tier_up()
+    if limit <= 0:
+        return False
+    key = id(gidx)
+    slot = _calls.get(key)
+    if slot is None or slot[0]() is not gidx:
+        slot = _calls[key] = [weakref.ref(gidx, forget_slot(_calls, key)), 0]
+    if slot[1] >= limit:
+        return False
+    if count:
+        slot[1] += 1
+    return True
+
+
 def seen(gidx) -> Optional[GraphEntry]:
     """The entry of a gidx object resolved before, without resolving one that was not."""
     slot = _by_gidx.get(id(gidx))
@@ -204,3 +233,4 @@ def clear():
         _by_gidx.clear()
         _recent.clear()
         _by_arrays.clear()
+        _calls.clear()

@@ -32,7 +32,10 @@ def _degrees(graph, nodes, etype, out: bool) -> Optional[torch.Tensor]:
     """All of the graph's in- (out-) degrees from the cache, or None where DGL answers the call."""
     if etype is not None or nodes.__class__ is not str or nodes != "__ALL__":  # dgl.base.ALL, DGL's default
         return None
-    entry = cache.entry_for(graph._graph)
+    gidx = graph._graph
+    if cache.seen(gidx) is None and graph.device.type == "cuda" and cache.warming(gidx):
+        return None  # no entry before the graph's tier-up (cache's module doc)
+    entry = cache.entry_for(gidx)
     if entry.__class__ is not cache.GraphEntry:
         return None
     # Computed once per cached graph and copied per call: a copy is one operation, where even

@@ -194,7 +194,11 @@ def _gspmm(g, op, reduce_op, lhs_data, rhs_data):
     own = _own[0]
     if reduce_op != "mean" or g._graph.number_of_etypes() != 1:
         return own(g, op, reduce_op, lhs_data, rhs_data)
-    entry = cache.entry_for(g._graph)
+    gidx = g._graph
+    x = lhs_data if isinstance(lhs_data, torch.Tensor) else rhs_data
+    if cache.seen(gidx) is None and isinstance(x, torch.Tensor) and x.is_cuda and cache.warming(gidx):
+        return own(g, op, reduce_op, lhs_data, rhs_data)  # before the graph's tier-up: DGL's whole mean
+    entry = cache.entry_for(gidx)
     if entry.__class__ is not cache.GraphEntry:
         return own(g, op, reduce_op, lhs_data, rhs_data)
     if _fused(op, lhs_data, entry.ugraph):

@@ -237,6 +237,10 @@ def _integer_features(lhs, rhs) -> Optional[str]:
     return None
 
 
+WARMING = ("warm-up: a CUDA graph's first calls run on DGL's kernels (DGL_UGRAPH_TIER_UP, 16 unless set), "
+           "so that a graph used a few times, as a sampled block, never pays for dgl_ugraph's cache of it")
+
+
 def decision_for(gidx, sig_key, op, lhs, rhs):
     """(graph entry, decision), or (None, None) once it is recorded why DGL runs the call."""
     # A repeat call: a gidx object passed before, a signature decided on its graph. The key
@@ -249,6 +253,10 @@ def decision_for(gidx, sig_key, op, lhs, rhs):
     reason = _integer_features(lhs, rhs)
     if reason is not None:
         record(_pattern_key(sig_key), _stats_signature(lhs, rhs, _name(gidx.dtype)), DGL, reason).calls += 1
+        return None, None
+    x = lhs if isinstance(lhs, torch.Tensor) else rhs
+    if entry is None and isinstance(x, torch.Tensor) and x.is_cuda and cache.warming(gidx, count=True):
+        count_fallback(_pattern_key(sig_key), WARMING, lhs, rhs, gidx)
         return None, None
     try:
         entry = cache.entry_for(gidx)

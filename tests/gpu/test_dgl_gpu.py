@@ -355,6 +355,35 @@ def test_a_copy_u_means_fused_backward_on_cuda_is_dgls(dtype, shape):
             "_FusedMeanBackward"
 
 
+# ---- tier-up ----------------------------------------------------------------------------------------
+
+def test_a_cuda_graphs_first_calls_run_on_dgl_until_its_tier_up(monkeypatch):
+    """With DGL_UGRAPH_TIER_UP=3, a graph's first three calls run on DGL's kernels (counted, with the
+    reason) and build no cache entry, its degrees and means included; its fourth call on, ours.
+    DGL's results throughout."""
+    monkeypatch.setenv("DGL_UGRAPH_TIER_UP", "3")
+    cache.clear()
+    g, x = cuda_graph(6), torch.rand(40, 8, device=DEVICE)
+    with dgl_ugraph.disabled():
+        ref, ref_mean, ref_deg = dgl.ops.copy_u_sum(g, x), dgl.ops.copy_u_mean(g, x), g.in_degrees()
+    dgl_ugraph.reset_stats()
+    torch.testing.assert_close(dgl.ops.copy_u_mean(g, x), ref_mean)  # DGL's mean: one sum call, counted
+    assert torch.equal(g.in_degrees(), ref_deg) and cache.seen(g._graph) is None
+    for k in range(1, 5):
+        torch.testing.assert_close(dgl.ops.copy_u_sum(g, x), ref)
+        p = pattern("gspmm:copy_lhs:sum:u:*")
+        assert (p["fallback"], p["intercepted"]) == (min(k + 1, 3), max(0, k - 2)), (k, p)
+    assert any(r.startswith("warm-up") for r in p["reasons"])
+    assert cache.seen(g._graph) is not None
+    torch.testing.assert_close(dgl.ops.copy_u_mean(g, x), ref_mean)
+    assert pattern("gspmm:copy_lhs:mean:u:*")["intercepted"] == 1
+    assert torch.equal(g.in_degrees(), ref_deg)
+    cpu = random_graph(6)  # CPU graphs have no warm-up
+    dgl.ops.copy_u_sum(cpu, x.cpu())
+    assert cache.seen(cpu._graph) is not None
+    cache.clear()
+
+
 # ---- the graph cache --------------------------------------------------------------------------------
 
 def test_graph_cache_across_forward_and_backward_on_cuda(builds):
