@@ -172,8 +172,9 @@ def test_blocks_and_int32_graphs():
 
 
 def test_warming_counts_each_graph_index_calls_up_to_the_tier_up(monkeypatch):
-    """cache.warming: a CUDA graph's first DGL_UGRAPH_TIER_UP calls (each index object counted on
-    its own) run on DGL's kernels; 0 turns it off."""
+    """cache.warming: a CUDA graph's first DGL_UGRAPH_TIER_UP calls run on DGL's kernels, counted
+    per index object, together with the relation and reverse indexes derived from it; 0 turns it
+    off."""
     class Index:  # a graph index stand-in: any object a weak reference can point to
         pass
 
@@ -186,4 +187,11 @@ def test_warming_counts_each_graph_index_calls_up_to_the_tier_up(monkeypatch):
     assert not cache.warming(b, count=True)
     del a
     assert len(cache._calls) == 1  # the dead index's count went with it
+    monkeypatch.setenv("DGL_UGRAPH_TIER_UP", "3")
+    root, relation, reverse = Index(), Index(), Index()
+    cache.derived(relation, root)
+    cache.derived(reverse, relation)  # the relation graph's reverse: the same root
+    assert cache.warming(relation, count=True) and cache.warming(reverse, count=True)
+    assert cache.warming(root, count=True) and cache.warming(Index())  # another graph counts on its own
+    assert not cache.warming(reverse, count=True) and not cache.warming(root)
     cache.clear()

@@ -47,6 +47,7 @@ _by_gidx: Dict[int, Tuple[weakref.ref, object]] = {}
 _recent: "OrderedDict[tuple, GraphEntry]" = OrderedDict()
 _by_arrays: "weakref.WeakValueDictionary[tuple, GraphEntry]" = weakref.WeakValueDictionary()
 _calls: Dict[int, list] = {}  # id(gidx) -> [weak reference, calls so far]: warming's counts
+_roots: Dict[int, tuple] = {}  # id(derived gidx) -> (weak reference to it, weak reference to its root)
 _lock = threading.Lock()
 
 
@@ -180,13 +181,32 @@ def forget_slot(table: dict, key: int):
     return callback
 
 
+def derived(child, parent) -> None:
+    """Records that the index `child` derives from `parent` (its relation graph or its reverse,
+    as `indexes` answers them): `warming` counts their calls together, on their root index. DGL
+    makes such indexes anew whenever they are not cached (a plugin turned off and on again drops
+    `indexes`' answers), where the user's graph index stays."""
+    root = _root(parent)
+    _roots[id(child)] = (weakref.ref(child, forget_slot(_roots, id(child))), weakref.ref(root))
+
+
+def _root(gidx):
+    slot = _roots.get(id(gidx))
+    if slot is not None and slot[0]() is gidx:
+        root = slot[1]()
+        if root is not None:
+            return root
+    return gidx
+
+
 def warming(gidx, count: bool = False) -> bool:
-    """Whether the CUDA graph index `gidx` is warming up: it has made fewer than
-    settings.tier_up() calls (counting this one where `count`), so DGL's kernels run it and it gets
-    no entry yet (the module's Tier-up). Keyed by the object, as `seen`."""
+    """Whether the CUDA graph index `gidx` is warming up: its root index (`derived`) has made
+    fewer than settings.tier_up() calls (counting this one where `count`), so DGL's kernels run it
+    and it gets no entry yet (the module's Tier-up). Keyed by the object, as `seen`."""
     limit = settings.tier_up()
     if limit <= 0:
         return False
+    gidx = _root(gidx)
     key = id(gidx)
     slot = _calls.get(key)
     if slot is None or slot[0]() is not gidx:
@@ -234,3 +254,4 @@ def clear():
         _recent.clear()
         _by_arrays.clear()
         _calls.clear()
+        _roots.clear()

@@ -48,6 +48,8 @@ QUERIES = {
     # legacy mutators empty its _cache too.
     "GraphIndex": {"find_edge": ("eid",), "num_nodes": (), "num_edges": ()},
 }
+# The queries whose answers are graph indexes of the same edges (cache.derived).
+_DERIVING = frozenset({"get_relation_graph", "reverse"})
 # The in-place changes after which answers are asked again.
 _INVALIDATORS = {"HeteroGraphIndex": ("pin_memory_", "unpin_memory_"), "GraphIndex": ()}
 
@@ -61,10 +63,13 @@ _epoch = 0  # the pinning epoch: bumped by every pin_memory_ and unpin_memory_
 
 
 def _ask(self, answers, key, query, args):
-    """DGL's answer, kept in `answers` (the index's `_cache`) under `key` for this epoch."""
+    """DGL's answer, kept in `answers` (the index's `_cache`) under `key` for this epoch. A
+    relation or reverse graph index is recorded as derived from this one (cache.derived)."""
     epoch = _epoch
     value = query(self, *args)
     answers[key] = (epoch, value)
+    if key[1] in _DERIVING:
+        cache.derived(value, self)
     slot = _holders.get(id(self))
     if slot is None or slot[0]() is not self:
         with _lock:
