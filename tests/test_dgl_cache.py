@@ -174,7 +174,7 @@ def test_blocks_and_int32_graphs():
 def test_warming_counts_each_graph_index_calls_up_to_the_tier_up(monkeypatch):
     """cache.warming: a CUDA graph's first DGL_UGRAPH_TIER_UP calls run on DGL's kernels, counted
     per index object, together with the relation and reverse indexes derived from it; 0 turns it
-    off."""
+    off. A graph that tiered up stays so."""
     class Index:  # a graph index stand-in: any object a weak reference can point to
         pass
 
@@ -185,6 +185,8 @@ def test_warming_counts_each_graph_index_calls_up_to_the_tier_up(monkeypatch):
     assert cache.warming(b)
     monkeypatch.setenv("DGL_UGRAPH_TIER_UP", "0")
     assert not cache.warming(b, count=True)
+    monkeypatch.setenv("DGL_UGRAPH_TIER_UP", "5")
+    assert not cache.warming(b) and not cache.warming(a)  # tiered up for good
     del a
     assert len(cache._calls) == 1  # the dead index's count went with it
     monkeypatch.setenv("DGL_UGRAPH_TIER_UP", "3")

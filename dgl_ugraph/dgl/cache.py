@@ -31,6 +31,7 @@ mini-batch training ran at 0.47-0.55x DGL with an entry from the first call (H20
 from __future__ import annotations
 
 import contextlib
+import sys
 import threading
 import weakref
 from collections import OrderedDict
@@ -48,6 +49,7 @@ _recent: "OrderedDict[tuple, GraphEntry]" = OrderedDict()
 _by_arrays: "weakref.WeakValueDictionary[tuple, GraphEntry]" = weakref.WeakValueDictionary()
 _calls: Dict[int, list] = {}  # id(gidx) -> [weak reference, calls so far]: warming's counts
 _roots: Dict[int, tuple] = {}  # id(derived gidx) -> (weak reference to it, weak reference to its root)
+TIERED = sys.maxsize  # warming's count of a graph that has tiered up
 _lock = threading.Lock()
 
 
@@ -204,14 +206,13 @@ def warming(gidx, count: bool = False) -> bool:
     fewer than settings.tier_up() calls (counting this one where `count`), so DGL's kernels run it
     and it gets no entry yet (the module's Tier-up). Keyed by the object, as `seen`."""
     limit = settings.tier_up()
-    if limit <= 0:
-        return False
     gidx = _root(gidx)
     key = id(gidx)
     slot = _calls.get(key)
     if slot is None or slot[0]() is not gidx:
         slot = _calls[key] = [weakref.ref(gidx, forget_slot(_calls, key)), 0]
     if slot[1] >= limit:
+        slot[1] = TIERED  # for good: a later, higher DGL_UGRAPH_TIER_UP leaves it with dgl_ugraph
         return False
     if count:
         slot[1] += 1
