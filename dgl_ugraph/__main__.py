@@ -224,7 +224,7 @@ def demo(argv):
     # Every step reuses one graph, as training does: it tiers up on its first call (and stays so),
     # so that the warm-up builds dgl_ugraph's caches and the first step's results, compared with
     # DGL's, are dgl_ugraph's (a CUDA graph's first calls would otherwise run on DGL's kernels).
-    os.environ.setdefault("DGL_UGRAPH_TIER_UP", "0")
+    settings.default_tier_up(0)
     try:
         import dgl  # noqa: F401  (enables dgl_ugraph through the import hook)
     except ImportError:

@@ -92,6 +92,12 @@ def tier_up() -> int:
     return max(0, int(_get("DGL_UGRAPH_TIER_UP", "16")))
 
 
+def default_tier_up(calls: int) -> None:
+    """DGL_UGRAPH_TIER_UP for this process where the user did not set it: for a program that knows
+    how its graphs are used (the demo reuses one graph every step)."""
+    os.environ.setdefault("DGL_UGRAPH_TIER_UP", str(calls))
+
+
 _SELECTION = ("DGL_UGRAPH_STRATEGY", "DGL_UGRAPH_DETERMINISTIC", "DGL_UGRAPH_AUTOTUNE", "DGL_UGRAPH_AUTOTUNE_TOPK",
               "DGL_UGRAPH_MODEL", "DGL_UGRAPH_PREDICTOR")
 

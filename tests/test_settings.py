@@ -61,3 +61,13 @@ def test_selection_state_follows_each_variable_the_policy_reads(monkeypatch):
         assert settings.selection_state() != base, name
         monkeypatch.delenv(name)
     assert settings.selection_state() == base
+
+
+def test_a_default_tier_up_leaves_the_users_setting(monkeypatch):
+    monkeypatch.setenv("DGL_UGRAPH_TIER_UP", "7")
+    settings.default_tier_up(0)
+    assert settings.tier_up() == 7
+    monkeypatch.delenv("DGL_UGRAPH_TIER_UP")
+    assert settings.tier_up() == 16
+    settings.default_tier_up(0)
+    assert settings.tier_up() == 0
