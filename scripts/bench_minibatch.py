@@ -45,7 +45,7 @@ import dgl  # noqa: E402
 import dgl.nn as dglnn  # noqa: E402
 
 import dgl_ugraph  # noqa: E402
-from bench_models import tier_up_now  # noqa: E402
+from bench_models import cuda_ms, tier_up_now  # noqa: E402
 from dgl_ugraph.tuning import graph_suite as gs  # noqa: E402
 from dgl_ugraph.tuning.shards import write_rows  # noqa: E402
 
@@ -107,14 +107,6 @@ def run_step(model, opt, feat, labels, batch):
     loss.backward()
     opt.step()
     return loss
-
-
-def timed_step(model, opt, feat, labels, batch, sync) -> float:
-    sync()
-    t0 = time.perf_counter()
-    run_step(model, opt, feat, labels, batch)
-    sync()
-    return (time.perf_counter() - t0) * 1e3
 
 
 def parity(model, feat, labels, batch, dtype) -> float:
@@ -211,12 +203,9 @@ def main():
             times = {"dgl": [], "ugraph": []}
             for k in range(total):
                 for impl in (("dgl", "ugraph") if k % 2 == 0 else ("ugraph", "dgl")):
-                    if impl == "dgl":
-                        with dgl_ugraph.disabled():
-                            t = timed_step(model, opt, feat, labels, batches[impl][k], sync)
-                    else:
-                        t = timed_step(model, opt, feat, labels, batches[impl][k], sync)
-                    times[impl].append(t)
+                    step = (lambda b: lambda: run_step(model, opt, feat, labels, b))(batches[impl][k])
+                    with dgl_ugraph.disabled() if impl == "dgl" else contextlib.nullcontext():
+                        times[impl].append(cuda_ms(step, 1, 0)[0])
             kept = {k: v[args.warmup:] for k, v in times.items()}
             paired = statistics.median(d / u for d, u in zip(kept["dgl"], kept["ugraph"]))
             edges = statistics.median(sum(b.num_edges() for b in batch[2]) for batch in batches["ugraph"])
