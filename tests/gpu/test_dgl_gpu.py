@@ -2,7 +2,8 @@
 with dgl_ugraph on and off (outputs and every gradient) and their full interception; a seeded
 fuzz of >= 2,000 builtin calls against DGL's own CUDA kernels (the cases of
 tests/dgl_fuzz_cases.py, drawn from seeds, in float32/float64/float16/bfloat16, int32/int64 graphs,
-with broadcasting); the toggle and the fallback on CUDA tensors; the graph cache across forward
+with broadcasting); DGL's graph convolutions (tests/test_dgl_convs.py's table) on a graph with a
+hub row; the toggle and the fallback on CUDA tensors; the graph cache across forward
 and backward. Skipped unless DGL imports, has CUDA, and a GPU and dgl_ugraph's CUDA core exist.
 
     python -m pytest tests/gpu/test_dgl_gpu.py -q -rs                          # ~2 minutes
@@ -49,6 +50,7 @@ if _SKIP:
 import dgl  # noqa: E402
 import dgl.function as fn  # noqa: E402
 import dgl_fuzz_cases as cases  # noqa: E402
+import test_dgl_convs as tc  # noqa: E402
 import test_dgl_models as tm  # noqa: E402
 from dgl.backend.pytorch import sparse  # noqa: E402
 from dgl_errors import same_error  # noqa: E402
@@ -123,6 +125,23 @@ def test_model_parity_and_full_interception(name, dtype, model_graph):
         tm.assert_equal_up_to_order(grads[pname], ref_grads[pname], f"{name} gradient of {pname}", floor, rtol)
     assert stats["calls"] > 0 and stats["fallback"] == 0, stats["patterns"]
     assert stats["intercepted"] == stats["calls"]
+    assert all(r["device"].startswith("cuda") and r["runs_on"] == "dgl_ugraph" for r in stats["signatures"])
+
+
+# ---- DGL's graph convolutions ------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def conv_graph():
+    """A hub row of about 8K in-edges (the heavy-row strategies), nodes without in-edges."""
+    g = tc.conv_graph(3000, 60000).to(DEVICE)
+    assert (g.in_degrees() == 0).any() and g.in_degrees().max() > 5000
+    return g
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64], ids=["float32", "float64"])
+@pytest.mark.parametrize("name", list(tc.CONVS))
+def test_conv_parity_and_full_interception(name, dtype, conv_graph):
+    stats = tc.check_conv(name, conv_graph, dtype, RTOL[dtype])
     assert all(r["device"].startswith("cuda") and r["runs_on"] == "dgl_ugraph" for r in stats["signatures"])
 
 

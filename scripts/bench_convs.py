@@ -1,0 +1,152 @@
+"""DGL's own graph convolutions (models/convs.py's table, about 40 module configurations), one layer
+at a time, plugin on and off: what a user of each dgl.nn conv gains.
+
+For each (conv, graph, mode), one module and one set of random inputs at the --dims widths; the
+two sides interleave (bench_models.interleaved_ms: warm-up, then rounds in rotating order, each
+call timed to the device's synchronization). Modes: inference (eval, no_grad) and training (the
+forward and the backward of a fixed random projection of every output, onto the parameters and
+the inputs). Parity and `ugraph_share` are taken first, on dgl_ugraph's kernels from the graph's
+first call (bench_models.tier_up_now); the times are the steady state after. `paired_x` is the
+median over rounds of dgl / ugraph.
+
+Graphs: the names of --graphs from the shared datasets and the uGrapher stand-ins (graph_suite;
+`sim-` prefixed), on --device.
+
+    python scripts/bench_convs.py --device cuda --out $OUT/convs_gpu.csv
+    PYTHONPATH=. .venv/bin/python scripts/bench_convs.py --device cpu --graphs cora --convs GATConv,SAGEConv-mean  # dry run
+"""
+from __future__ import annotations
+
+import argparse
+import copy
+import pathlib
+import statistics
+import sys
+import time
+
+import torch
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+sys.path[:0] = [str(ROOT), str(ROOT / "scripts"), str(ROOT / "models")]
+
+import dgl  # noqa: E402
+
+import convs  # noqa: E402  (models/convs.py)
+import dgl_ugraph  # noqa: E402
+from bench_models import graph_cases, interleaved_ms, paired_speedup, parity, tier_up_now, ugraph_share  # noqa: E402
+from dgl_ugraph.tuning.shards import write_rows  # noqa: E402
+
+COLUMNS = ["device", "conv", "graph", "V", "E", "mode", "impl", "ms", "ms_p25", "ms_p75", "reps", "paired_x",
+           "parity_maxdiff", "parity_ok", "ugraph_share"]
+# Widths of a hidden layer; NNConv's edge network writes nnconv^2 values an edge.
+DIMS = convs.Dims(feat=64, out=64, edge=16, heads=4, rels=4, hidden=64, nnconv=16)
+MODES = ("inference", "training")
+
+
+class Case:
+    """One module on one graph with its inputs and projection weights, and its two modes' steps."""
+
+    def __init__(self, name: str, g: dgl.DGLGraph, dims: convs.Dims):
+        make, self.call = convs.table(dims)[name]
+        self.g = convs.graph_for(name, g)
+        torch.manual_seed(0)
+        self.module = make().to(g.device)
+        self.state = copy.deepcopy(self.module.state_dict())
+        self.inputs = convs.Inputs(self.g, torch.float32, 0, dims)
+        with torch.no_grad():
+            self.weights = convs.projections(convs.outputs(self.module, self.inputs, self.call), 0)
+
+    def inference(self):
+        self.module.eval()
+        with torch.no_grad():
+            return convs.outputs(self.module, self.inputs, self.call)
+
+    def training(self):
+        self.module.zero_grad(set_to_none=True)
+        for t in self.inputs.leaves().values():
+            t.grad = None
+        return convs.train_step(self.module, self.inputs, self.call, self.weights)
+
+    def results(self, mode: str) -> list:
+        """The mode's outputs, and in training every gradient, from the saved state."""
+        self.module.load_state_dict(self.state)
+        outs = [t.detach() for t in getattr(self, mode)()]
+        if mode == "training":
+            outs += [p.grad.detach().clone() for p in self.module.parameters() if p.grad is not None]
+            outs += [t.grad.detach().clone() for t in self.inputs.leaves().values() if t.grad is not None]
+        return outs
+
+
+def bench(case: Case, cname: str, gname: str, args, device_name: str, sync) -> list:
+    rows = []
+    for mode in args.modes.split(","):
+        with tier_up_now():
+            with dgl_ugraph.disabled():
+                ref = case.results(mode)
+            dgl_ugraph.enable()
+            maxdiff, ok = parity(case.results(mode), ref)
+            share = ugraph_share(getattr(case, mode))
+        fn = getattr(case, mode)
+        times = interleaved_ms({"dgl": fn, "ugraph": fn}, args.reps, args.warmup, args.min_s, args.max_reps,
+                               args.case_max_s, sync)
+        paired = paired_speedup(times["dgl"], times["ugraph"])
+        for impl, ts in times.items():
+            q = statistics.quantiles(ts, n=4)
+            rows.append(dict(device=device_name, conv=cname, graph=gname, V=case.g.num_nodes(), E=case.g.num_edges(),
+                             mode=mode, impl=impl, ms=round(statistics.median(ts), 4), ms_p25=round(q[0], 4),
+                             ms_p75=round(q[2], 4), reps=len(ts),
+                             paired_x=round(paired, 4) if impl == "ugraph" else "",
+                             parity_maxdiff=f"{maxdiff:.3g}", parity_ok=int(ok),
+                             ugraph_share=round(share, 4) if impl == "ugraph" else ""))
+        print(f"{cname:26} {gname:20} {mode:9} dgl {statistics.median(times['dgl']):9.3f} ms  ugraph "
+              f"{statistics.median(times['ugraph']):9.3f} ms  x{paired:5.2f}  parity {maxdiff:.1e} "
+              f"{'ok' if ok else 'FAIL'}  share {share:.2f}", flush=True)
+    return rows
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--device", default="cuda")
+    ap.add_argument("--graphs", default="cora,karate_wikipedia,sim-amazon0505")
+    ap.add_argument("--convs", default=None, help="comma-separated names of models/convs.py's table (default: all)")
+    ap.add_argument("--modes", default=",".join(MODES))
+    ap.add_argument("--reps", type=int, default=7)
+    ap.add_argument("--warmup", type=int, default=2)
+    ap.add_argument("--min-s", type=float, default=0.2, help="time each side at least this long a case")
+    ap.add_argument("--max-reps", type=int, default=40)
+    ap.add_argument("--case-max-s", type=float, default=10.0)
+    ap.add_argument("--budget-s", type=float, default=float("inf"), help="start no case after this many seconds")
+    ap.add_argument("--out", default=None)
+    args = ap.parse_args()
+    device = torch.device(args.device)
+    sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
+    device_name = torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu"
+    names = args.convs.split(",") if args.convs else list(convs.table(DIMS))
+    wanted = args.graphs.split(",")
+    loaders = dict(graph_cases(only=set(wanted), standins=[w[4:] for w in wanted if w.startswith("sim-")], scale={}))
+    missing = [w for w in wanted if w not in loaders]
+    if missing:
+        print(f"no such graph here (datasets absent?): {', '.join(missing)}")
+    start = time.perf_counter()
+    rows = []
+    for gname in (w for w in wanted if w in loaders):
+        src, dst, n = loaders[gname]()[:3]
+        g = dgl.graph((src, dst), num_nodes=n).to(device)
+        for cname in names:
+            if time.perf_counter() - start > args.budget_s:
+                print(f"budget of {args.budget_s:g} s spent: {cname} on {gname} and after not run")
+                break
+            try:
+                rows += bench(Case(cname, g, DIMS), cname, gname, args, device_name, sync)
+            except torch.cuda.OutOfMemoryError:
+                print(f"{cname} on {gname}: out of device memory, left out")
+            if device.type == "cuda":
+                torch.cuda.empty_cache()
+    s = dgl_ugraph.stats()
+    print(f"plugin calls {s['calls']}, on DGL {s['fallback']}")
+    if args.out:
+        write_rows(args.out, rows, COLUMNS)
+
+
+if __name__ == "__main__":
+    main()
