@@ -114,7 +114,7 @@ def bench(cname: str, g: dgl.DGLGraph, gname: str, args, device_name: str, sync)
                                args.case_max_s, sync)
         paired = paired_speedup(times["dgl"], times["ugraph"])
         for impl, ts in times.items():
-            q = statistics.quantiles(ts, n=4)
+            q = statistics.quantiles(ts, n=4) if len(ts) > 1 else ts * 3
             rows.append(dict(device=device_name, conv=cname, graph=gname, V=case.g.num_nodes(), E=case.g.num_edges(),
                              mode=mode, impl=impl, ms=round(statistics.median(ts), 4), ms_p25=round(q[0], 4),
                              ms_p75=round(q[2], 4), reps=len(ts),
