@@ -213,8 +213,6 @@ def main():
                 print(f"{cname} on {gname}: out of device memory, left out")
             if device.type == "cuda":
                 torch.cuda.empty_cache()
-    s = dgl_ugraph.stats()
-    print(f"plugin calls {s['calls']}, on DGL {s['fallback']}")
     if args.out:
         write_rows(args.out, rows, COLUMNS)
     if args.md and rows:
