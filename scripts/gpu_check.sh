@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # One call on the GPU machine: build, test, sanitize and benchmark; results under $OUT.
-#   bash scripts/gpu_check.sh [build] [test] [sanitize] [bench] [suite] [collect] [tune] [dgl | dgl-test dgl-bench] [dgl-dispatch]
-#                             [multi-gpu]
+#   bash scripts/gpu_check.sh [build] [test] [sanitize] [bench] [suite] [collect] [tune] [dgl | dgl-test dgl-bench]
+#                             [dgl-convs] [dgl-dispatch] [multi-gpu]
 #   (default: build test sanitize bench)
 # The CUDA library and the CPU core's archive are taken from .prebuilt/ when their source hashes
 # match these sources (build both here with `make cuda-lib` and carry .prebuilt/libugraph_cuda.so.xz
@@ -12,8 +12,10 @@
 #   mkdir -p .gpu-deps && cp ../shared/dgl-cuda/dgl-2.4.0-cuda13-sm90-torch2.11.tar.xz .gpu-deps/ \
 #     && cp -r ../shared/datasets .gpu-deps/datasets          # then carry [".gpu-deps", ".prebuilt"]
 # DGL_TARBALL and DGL_UGRAPH_DATASETS point elsewhere; DGL_BENCH_BUDGET_S (360) bounds the
-# benchmark, DGL_BENCH_ARGS adds to its command line. Stage dgl-dispatch times the per-call path on a
-# cora-sized graph (scripts/bench_dispatch.py --device cuda). Stage multi-gpu runs
+# benchmark, DGL_BENCH_ARGS adds to its command line. Stage dgl-convs times DGL's own conv modules
+# (scripts/bench_convs.py; CONV_BENCH_BUDGET_S, 300, and CONV_BENCH_ARGS, e.g. "--graphs cora").
+# Stage dgl-dispatch times the per-call path on a cora-sized graph (scripts/bench_dispatch.py
+# --device cuda). Stage multi-gpu runs
 # tests/gpu/test_multi_gpu.py under that DGL: it needs two GPUs (device kind nvidia-h200-x2).
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -135,7 +137,7 @@ if has tune; then
 print('a new process loads', p.path if p else None)" 2>&1 | tee -a "$OUT/tune_quick.log"
 fi
 
-if has dgl || has dgl-test || has dgl-bench || has dgl-dispatch || has multi-gpu; then
+if has dgl || has dgl-test || has dgl-bench || has dgl-convs || has dgl-dispatch || has multi-gpu; then
   tarball=${DGL_TARBALL:-.gpu-deps/dgl-2.4.0-cuda13-sm90-torch2.11.tar.xz}
   mkdir -p /tmp/dglpkg && tar -xJf "$tarball" -C /tmp/dglpkg || exit 1
   export PYTHONPATH=/tmp/dglpkg:$PYTHONPATH DGLBACKEND=pytorch
@@ -169,6 +171,14 @@ if has dgl || has dgl-bench; then
   $PY scripts/bench_models.py --summarize --device cuda --out "$OUT/models_gpu.csv" > "$OUT/models_gpu.md" 2>&1
   head -30 "$OUT/models_gpu.md"
   echo "dgl bench: $(( $(date +%s) - t )) s"
+fi
+if has dgl-convs; then
+  t=$(date +%s)
+  budget=${CONV_BENCH_BUDGET_S:-300}
+  timeout $((budget + 120)) $PY scripts/bench_convs.py --device cuda --out "$OUT/convs_gpu.csv" --md "$OUT/convs_gpu.md" \
+      --budget-s "$budget" ${CONV_BENCH_ARGS:-} 2>&1 | quiet | tee "$OUT/convs_gpu.log" | tail -12
+  [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+  echo "conv bench: $(( $(date +%s) - t )) s"
 fi
 if has multi-gpu; then
   t=$(date +%s)
