@@ -67,6 +67,14 @@ OPERATORS = {
     "u_mul_v": ("mul", "none", ("src", lambda f: (4, f // 4)), ("dst", lambda f: (4, f // 4))),
     "u_dot_v": ("dot", "none", ("src", lambda f: (f,)), ("dst", lambda f: (f,))),
 }
+# The suite's operators; the ones below run where --ops names them.
+SUITE_OPS = tuple(OPERATORS)
+# NNConv's aggregation: node rows (k, 1) broadcast against per-edge (k, k) matrices, F = k * k
+# outputs a row (F a square: 16, 64, 256); the edge operand is k times the node one.
+OPERATORS.update({
+    f"nnconv_u_mul_e-{red}": ("mul", red, ("src", lambda f: (math.isqrt(f), 1)),
+                              ("edge", lambda f: (math.isqrt(f), math.isqrt(f))))
+    for red in ("sum", "max")})
 GAT_OPS = tuple(name for name in OPERATORS if name.startswith("gat"))
 # "none" times the selector's choice alone (no search, no ugraph_best rows): the whole suite then
 # fits one device call, for bars that need only impl=ugraph and the baselines.
@@ -356,7 +364,7 @@ def main():
     ap.add_argument("--out", default=str(ROOT / "bench" / "kernels.csv"))
     ap.add_argument("--search-out", default=str(ROOT / "bench" / "kernels_search.csv.gz"))
     ap.add_argument("--widths", default="16,64,256")
-    ap.add_argument("--ops", default=",".join(OPERATORS))
+    ap.add_argument("--ops", default=",".join(SUITE_OPS), help=f"of {', '.join(OPERATORS)}")
     ap.add_argument("--dtypes", default="float32")
     ap.add_argument("--grid", choices=GRIDS, default="quick")
     ap.add_argument("--strategies", default=",".join(STRATEGIES), help="the strategies searched for ugraph_best")
@@ -397,6 +405,8 @@ def main():
             rows.append(floor)
             out_csv.writerow(floor)
             for name, f, dtype in itertools.product(args.ops.split(","), widths, dtypes):
+                if name.startswith("nnconv") and math.isqrt(f) ** 2 != f:
+                    continue  # its F is k * k
                 try:
                     case, found = bench_case(graph, gname, name, f, dtype, gen, grid, args, device, copy_gbps)
                 except torch.OutOfMemoryError:  # an E x F message tensor on the largest graphs

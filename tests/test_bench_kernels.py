@@ -211,3 +211,15 @@ def test_ab_summary_compares_each_core_with_the_first_per_strategy_kind():
     # g1: median(2, 4) = 3 over 1.5 = 2.0; g2: 0.5; geomean 1.0.
     assert lines == ["copy_u-sum F=64 float16 edge: a/b geomean 1.000x over 2, min 0.500 (g2), max 2.000 (g1)",
                      "copy_u-sum F=64 float16 vertex: a/b geomean 1.000x over 1, min 1.000 (g3), max 1.000 (g3)"]
+
+
+@pytest.mark.parametrize("red", ["sum", "max"])
+def test_nnconv_operators_broadcast_node_rows_against_edge_matrices(red):
+    """NNConv's aggregation at width F = k * k: node rows (k, 1) times per-edge (k, k) matrices,
+    k outputs of each node feature; outside the default suite."""
+    src, dst = torch.tensor([0, 1, 2, 2]), torch.tensor([1, 2, 0, 1])
+    graph = UGraph.from_coo(src, dst, 3, 3, torch.int32)
+    call = bk.operator_call(f"nnconv_u_mul_e-{red}", graph, 64, torch.ones)
+    assert (call.edge_op, call.gather_op, call.A_type, call.B_type) == ("mul", red, "src", "edge")
+    assert tuple(call.A.shape) == (3, 8, 1) and tuple(call.B.shape) == (4, 8, 8)
+    assert f"nnconv_u_mul_e-{red}" not in bk.SUITE_OPS
