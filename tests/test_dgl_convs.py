@@ -11,6 +11,7 @@ import re
 import sys
 
 import dgl
+import dgl.nn
 import pytest
 import torch
 from dgl import DGLError
@@ -93,3 +94,62 @@ def graph():
 @pytest.mark.parametrize("name", list(CONVS))
 def test_conv_parity_and_full_interception(name, dtype, graph):
     check_conv(name, graph, dtype, RTOL[dtype])
+
+
+def hetero_graph(device="cpu", seed: int = 0) -> dgl.DGLGraph:
+    """Two node types, three relations (one within a type, two between), nodes without in-edges."""
+    gen = torch.Generator().manual_seed(seed)
+
+    def rel(n_src, n_dst, e):
+        return torch.randint(0, n_src, (e,), generator=gen), torch.randint(0, n_dst, (e,), generator=gen)
+    return dgl.heterograph({("user", "follows", "user"): rel(50, 50, 300), ("user", "plays", "game"): rel(50, 20, 200),
+                            ("game", "played_by", "user"): rel(20, 50, 200)},
+                           num_nodes_dict={"user": 50, "game": 20}).to(device)
+
+
+def hetero_conv(aggregate: str) -> torch.nn.Module:
+    """A conv per relation: GraphConv, SAGEConv's pool (a max) and GraphConv normalized by
+    in-degree."""
+    return dgl.nn.HeteroGraphConv({
+        "follows": dgl.nn.GraphConv(6, 5, allow_zero_in_degree=True),
+        "plays": dgl.nn.SAGEConv(6, 5, "pool"),
+        "played_by": dgl.nn.GraphConv(6, 5, norm="right", allow_zero_in_degree=True)}, aggregate=aggregate)
+
+
+def check_hetero(aggregate: str, g: dgl.DGLGraph, dtype: torch.dtype, rtol: float) -> dict:
+    """HeteroGraphConv (RGCN-style: a conv per relation, their results aggregated per node type)
+    with dgl_ugraph on and off: outputs and every gradient equal, every call on dgl_ugraph (each
+    relation is a unit graph); returns the stats of the step with dgl_ugraph on."""
+    torch.manual_seed(0)
+    module = hetero_conv(aggregate).to(g.device, dtype)
+    gen = torch.Generator().manual_seed(1)
+    x = {nt: torch.randn(g.num_nodes(nt), 6, generator=gen, dtype=torch.float64).to(g.device, dtype).requires_grad_()
+         for nt in g.ntypes}
+
+    def step():
+        module.zero_grad()
+        for t in x.values():
+            t.grad = None
+        out = module(g, x)
+        sum(v.sum() * (k + 1) for k, v in enumerate(out.values())).backward()
+        grads = {f"parameter {k}": p.grad.clone() for k, p in module.named_parameters()}
+        grads.update({f"input {k}": t.grad.clone() for k, t in x.items()})
+        return {k: v.detach() for k, v in out.items()}, grads
+
+    dgl_ugraph.reset_stats()
+    outs, grads = step()
+    stats = dgl_ugraph.stats()
+    with dgl_ugraph.disabled():
+        ref_outs, ref_grads = step()
+    for got, want in ((outs, ref_outs), (grads, ref_grads)):
+        assert got.keys() == want.keys()
+        for k in want:
+            assert_equal_up_to_order(got[k], want[k], f"HeteroGraphConv ({aggregate}) {k}", rtol=rtol)
+    assert stats["calls"] > 0 and stats["fallback"] == 0 and stats["intercepted"] == stats["calls"], stats["patterns"]
+    return stats
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64], ids=["float32", "float64"])
+@pytest.mark.parametrize("aggregate", ["sum", "max", "mean", "stack"])
+def test_hetero_graph_conv_parity_and_full_interception(aggregate, dtype):
+    check_hetero(aggregate, hetero_graph(), dtype, RTOL[dtype])

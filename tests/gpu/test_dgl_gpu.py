@@ -145,6 +145,13 @@ def test_conv_parity_and_full_interception(name, dtype, conv_graph):
     assert all(r["device"].startswith("cuda") and r["runs_on"] == "dgl_ugraph" for r in stats["signatures"])
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64], ids=["float32", "float64"])
+@pytest.mark.parametrize("aggregate", ["sum", "max", "stack"])
+def test_hetero_graph_conv_parity_and_full_interception(aggregate, dtype):
+    stats = tc.check_hetero(aggregate, tc.hetero_graph(DEVICE), dtype, RTOL[dtype])
+    assert all(r["device"].startswith("cuda") and r["runs_on"] == "dgl_ugraph" for r in stats["signatures"])
+
+
 # ---- the fuzz -------------------------------------------------------------------------------------
 
 FUZZ_CASES = {"gspmm": 600, "gsddmm": 600, "update_all": 400, "apply_edges": 200, "edge_softmax": 200}  # 2,000
