@@ -10,14 +10,7 @@ OUT=${OUT:-/tmp/ugraph_out}
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 OUT=$OUT bash scripts/gpu_check.sh build multi-gpu 2>&1 | tail -8
 export PYTHONPATH=$PWD:$PWD/tests:$PWD/tests/gpu:/tmp/dglpkg DGLBACKEND=pytorch PYTHONUNBUFFERED=1
-probe() {  # probe NAME TIMEOUT COMMAND...: COMMAND's output, filtered, in $OUT/probe_NAME.log
-  local name=$1 limit=$2
-  shift 2
-  echo "== $name"
-  timeout "$limit" "$@" 2>&1 | grep -v -e lazyInit -e Warning -e "warnings.warn" -e "return super" \
-    -e "Variable._execution" > "$OUT/probe_$name.log"
-  tail -c 2500 "$OUT/probe_$name.log"
-}
+source bench/raw/probe_lib.sh
 P=bench/raw/probe_multi_gpu_s31.py
 probe plain 110 python3 $P --repeat 2
 probe direct 70 python3 $P --models GIN-max,SAGE-pool --repeat 2 --no-poison

@@ -13,15 +13,8 @@ tail -1 "$OUT/build.log"
 mkdir -p /tmp/dglpkg && tar -xJf .gpu-deps/dgl-2.4.0-cuda13-sm90-torch2.11.tar.xz -C /tmp/dglpkg || exit 1
 export PYTHONPATH=$PWD:$PWD/tests:$PWD/tests/gpu:/tmp/dglpkg DGLBACKEND=pytorch PYTHONUNBUFFERED=1
 nvidia-smi -L
-probe() {  # probe NAME TIMEOUT COMMAND...: COMMAND's output, filtered, in $OUT/probe_NAME.log
-  local name=$1 limit=$2
-  shift 2
-  echo "== $name"
-  timeout "$limit" "$@" 2>&1 | grep -v -e lazyInit -e Warning -e "warnings.warn" -e "return super" \
-    -e "Variable._execution" > "$OUT/probe_$name.log"
-  echo "exit ${PIPESTATUS[0]}"
-  tail -c 1800 "$OUT/probe_$name.log"
-}
+export PROBE_TAIL_BYTES=1800
+source bench/raw/probe_lib.sh
 P=bench/raw/probe_multi_gpu_s31.py
 probe plain 100 python3 $P --repeat 2
 probe blocking 60 env CUDA_LAUNCH_BLOCKING=1 python3 $P --models GIN-max,SAGE-pool --repeat 2
