@@ -5,13 +5,9 @@
 # CONV_ARGS adds to the benchmark's command line.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
-OUT=${OUT:-/tmp/ugraph_out}
-mkdir -p "$OUT"
-OUT=$OUT bash scripts/gpu_check.sh build > "$OUT/build.log" 2>&1
-tail -2 "$OUT/build.log"
-mkdir -p /tmp/dglpkg && tar -xJf .gpu-deps/dgl-2.4.0-cuda13-sm90-torch2.11.tar.xz -C /tmp/dglpkg || exit 1
+source bench/raw/probe_lib.sh
+build_with_dgl || exit 1
 export PYTHONPATH=/tmp/dglpkg:$PWD DGLBACKEND=pytorch PYTHONUNBUFFERED=1 DGL_UGRAPH_DATASETS=$PWD/.gpu-deps/datasets
-quiet() { grep -v -e lazyInit -e Warning -e "warnings.warn" -e "return super" -e _warn_once; }
 t=$(date +%s)
 timeout 200 python3 -m pytest tests/gpu/test_dgl_gpu.py -k conv -q -rs -p no:cacheprovider 2>&1 | quiet \
   > "$OUT/conv_tests.log"
