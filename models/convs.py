@@ -9,6 +9,7 @@ multiply dense adjacency matrices; the CuGraph* ones need pylibcugraphops.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Optional
 
 import dgl
 import torch
@@ -138,9 +139,28 @@ def projections(outs: list, seed: int) -> list:
     return [torch.randn(t.shape, generator=gen, dtype=torch.float64).to(t.device, t.dtype) for t in outs]
 
 
-def train_step(module: torch.nn.Module, inputs: Inputs, call, weights: list) -> list:
-    """A forward in training mode and the backward of sum(output * weight): its outputs."""
+def clear_grads(module: torch.nn.Module, inputs: Inputs) -> None:
+    module.zero_grad(set_to_none=True)
+    for t in inputs.leaves().values():
+        t.grad = None
+
+
+def train_step(module: torch.nn.Module, inputs: Inputs, call, weights: Optional[list] = None, seed: int = 0) -> list:
+    """A forward in training mode and the backward of sum(output * weight), with the weights
+    given or else projections(outputs, seed): its outputs."""
     module.train()
     outs = outputs(module, inputs, call)
+    weights = projections(outs, seed) if weights is None else weights
     sum((t * w).sum() for t, w in zip(outs, weights)).backward()
     return outs
+
+
+def step_results(module: torch.nn.Module, state: dict, inputs: Inputs, call, seed: int = 0):
+    """A training step from `state` with projections(outputs, seed): (its outputs, every gradient
+    by name, the parameters' then the inputs')."""
+    module.load_state_dict(state)
+    clear_grads(module, inputs)
+    outs = train_step(module, inputs, call, seed=seed)
+    grads = {f"parameter {k}": p.grad.detach().clone() for k, p in module.named_parameters() if p.grad is not None}
+    grads.update({f"input {k}": t.grad.detach().clone() for k, t in inputs.leaves().items() if t.grad is not None})
+    return [t.detach() for t in outs], grads

@@ -24,7 +24,6 @@ from __future__ import annotations
 import argparse
 import copy
 import csv
-import math
 import pathlib
 import statistics
 import sys
@@ -70,23 +69,20 @@ class Case:
             return convs.outputs(self.module, self.inputs, self.call)
 
     def training(self):
-        self.module.zero_grad(set_to_none=True)
-        for t in self.inputs.leaves().values():
-            t.grad = None
+        convs.clear_grads(self.module, self.inputs)
         return convs.train_step(self.module, self.inputs, self.call, self.weights)
 
     def results(self, mode: str) -> list:
         """The mode's outputs, and in training every gradient, from the saved state."""
-        self.module.load_state_dict(self.state)
-        outs = [t.detach() for t in getattr(self, mode)()]
         if mode == "training":
-            outs += [p.grad.detach().clone() for p in self.module.parameters() if p.grad is not None]
-            outs += [t.grad.detach().clone() for t in self.inputs.leaves().values() if t.grad is not None]
-        return outs
+            outs, grads = convs.step_results(self.module, self.state, self.inputs, self.call)
+            return outs + list(grads.values())
+        self.module.load_state_dict(self.state)
+        return [t.detach() for t in self.inference()]
 
 
-def checked_parity(cname: str, g: dgl.DGLGraph, mode: str):
-    """(dtype, worst difference relative to scale, within RTOL) of the case's results with
+def checked_parity(cname: str, g: dgl.DGLGraph, modes) -> dict:
+    """{mode: (dtype, worst difference relative to scale, within RTOL)} of the case's results with
     dgl_ugraph on against off, on its own kernels from the first call: in float64, or in float32
     where DGL's own module raises in float64 (APPNPConv, TWIRLSConv: float32 degree norms)."""
     for dtype in (torch.float64, torch.float32):
@@ -94,19 +90,21 @@ def checked_parity(cname: str, g: dgl.DGLGraph, mode: str):
             try:
                 with dgl_ugraph.disabled():
                     case = Case(cname, g, DIMS, dtype)
-                    ref = case.results(mode)
+                    refs = {mode: case.results(mode) for mode in modes}
             except DGLError:
                 continue
             dgl_ugraph.enable()
-            return (dtype,) + parity(case.results(mode), ref, RTOL[dtype])
+            return {mode: (dtype,) + parity(case.results(mode), refs[mode], RTOL[dtype]) for mode in modes}
     raise RuntimeError(f"DGL's own {cname} runs in neither float64 nor float32")
 
 
 def bench(cname: str, g: dgl.DGLGraph, gname: str, args, device_name: str, sync) -> list:
+    modes = args.modes.split(",")
+    checked = checked_parity(cname, g, modes)
     case = Case(cname, g, DIMS)
     rows = []
-    for mode in args.modes.split(","):
-        dtype, maxdiff, ok = checked_parity(cname, g, mode)
+    for mode in modes:
+        dtype, maxdiff, ok = checked[mode]
         with tier_up_now():
             share = ugraph_share(getattr(case, mode))
         fn = getattr(case, mode)
@@ -125,11 +123,6 @@ def bench(cname: str, g: dgl.DGLGraph, gname: str, args, device_name: str, sync)
               f"{statistics.median(times['ugraph']):9.3f} ms  x{paired:5.2f}  parity {maxdiff:.1e} ({dtype}) "
               f"{'ok' if ok else 'FAIL'}  share {share:.2f}", flush=True)
     return rows
-
-
-def geomean(xs) -> float:
-    xs = list(xs)
-    return math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else float("nan")
 
 
 def markdown(rows: list) -> str:
@@ -151,7 +144,7 @@ def markdown(rows: list) -> str:
         vals = [f"{cell[(conv, g, m)]:.2f}" if (conv, g, m) in cell else "" for g, m in cols]
         lines.append(f"| {conv} | " + " | ".join(vals) + " |")
     lines.append("| **geomean** | " + " | ".join(
-        f"**{geomean(v for (c, g2, m2), v in cell.items() if (g2, m2) == (g, m)):.2f}**" for g, m in cols) + " |")
+        f"**{statistics.geometric_mean(v for (c, g2, m2), v in cell.items() if (g2, m2) == (g, m)):.2f}**" for g, m in cols) + " |")
     slower = sorted((v, c, g, m) for (c, g, m), v in cell.items() if v < 1.0)
     lines += ["", f"Cases slower than DGL: {len(slower)} of {len(cell)}" +
               (": " + "; ".join(f"{c} on {g} ({m}) {v:.2f}x" for v, c, g, m in slower) if slower else "") + "."]

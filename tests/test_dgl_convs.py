@@ -28,20 +28,6 @@ CONVS = convs.table()
 RTOL = {torch.float32: 1e-4, torch.float64: 1e-9}
 
 
-def conv_step(module: torch.nn.Module, state: dict, inputs: convs.Inputs, call, seed: int):
-    """One training step's forward and backward from `state`: (outputs, gradients by name)."""
-    module.load_state_dict(state)
-    module.zero_grad()
-    for t in inputs.leaves().values():
-        t.grad = None
-    with torch.no_grad():
-        weights = convs.projections(convs.outputs(module, inputs, call), seed)
-    outs = convs.train_step(module, inputs, call, weights)
-    grads = {f"parameter {k}": p.grad.detach().clone() for k, p in module.named_parameters() if p.grad is not None}
-    grads.update({f"input {k}": t.grad.detach().clone() for k, t in inputs.leaves().items() if t.grad is not None})
-    return [t.detach() for t in outs], grads
-
-
 def check_conv(name: str, g: dgl.DGLGraph, dtype: torch.dtype, rtol: float, seed: int = 0) -> dict:
     """Runs the table's `name` on g with dgl_ugraph off, then on; asserts parity and full
     interception and returns the stats of the step with dgl_ugraph on. Where DGL's own module
@@ -52,15 +38,15 @@ def check_conv(name: str, g: dgl.DGLGraph, dtype: torch.dtype, rtol: float, seed
     module = make().to(g.device, dtype)
     state = copy.deepcopy(module.state_dict())
     inputs = convs.Inputs(g, dtype, seed)
-    with dgl_ugraph.disabled():
-        try:
-            ref_outs, ref_grads = conv_step(module, state, inputs, call, seed)
-        except DGLError as exc:
-            with pytest.raises(DGLError, match=re.escape(str(exc))):
-                conv_step(module, state, inputs, call, seed)
-            pytest.skip(f"DGL's own {name} fails in {dtype}: {exc}")
+    try:
+        with dgl_ugraph.disabled():
+            ref_outs, ref_grads = convs.step_results(module, state, inputs, call, seed)
+    except DGLError as exc:
+        with pytest.raises(DGLError, match=re.escape(str(exc))):
+            convs.step_results(module, state, inputs, call, seed)
+        pytest.skip(f"DGL's own {name} fails in {dtype}: {exc}")
     dgl_ugraph.reset_stats()
-    outs, grads = conv_step(module, state, inputs, call, seed)
+    outs, grads = convs.step_results(module, state, inputs, call, seed)
     stats = dgl_ugraph.stats()
     assert len(outs) == len(ref_outs)
     for k, (o, r) in enumerate(zip(outs, ref_outs)):
