@@ -20,7 +20,7 @@ import pytest
 import torch
 
 from dgl_ugraph import OpInfo, UGraph, ugrapher
-from dgl_ugraph.core import _ext
+from dgl_ugraph.core import _ext, ops
 from dgl_ugraph.core.abstraction import ParallelInfo, broadcast
 from dgl_ugraph.core.ops import prepare
 from tests.reference import messages, reference
@@ -226,6 +226,35 @@ def test_broadcast_tables_only_for_a_side_that_broadcasts(a_shape, b_shape, a_ta
     for off, shape in ((bc.a_off, a_shape), (bc.b_off, b_shape)):
         if off is not None:
             assert len(off) == bc.out_len and max(off) < math.prod(shape)
+
+
+@pytest.mark.parametrize("edge_op,a_shape,b_shape,device,swaps", [
+    ("mul", (16, 1), (16, 16), "cuda", True),    # NNConv's u_mul_e: blocks of 16
+    ("add", (3, 1), (3, 2), "cuda", True),       # blocks of 2
+    ("mul", (16, 1), (16, 16), "cpu", False),    # the CPU core vectorizes either side
+    ("sub", (16, 1), (16, 16), "cuda", False),   # does not commute
+    ("div", (16, 1), (16, 16), "cuda", False),
+    ("mul", (1, 16), (16, 16), "cuda", False),   # A repeats over no block
+    ("mul", (4, 16), (4, 1), "cuda", False),     # B broadcasts: runs as written
+    ("mul", (4, 1, 1), (1, 2, 8), "cuda", False),  # both do
+])
+def test_which_calls_run_exchanged(edge_op, a_shape, b_shape, device, swaps):
+    assert ops.swaps_operands(edge_op, broadcast(edge_op, a_shape, b_shape), torch.device(device)) == swaps
+
+
+@pytest.mark.parametrize("gather", GATHERS)
+def test_exchanged_operands_give_the_call_as_written(gather, monkeypatch):
+    """A call packed as B op A (ops.swaps_operands, a CUDA decision) forced on the CPU core, which
+    runs either packing: the values and both args (max/min, where ties are many: small integers)
+    must be those of the call as written, and a Plan's repeat calls must give the same bits."""
+    monkeypatch.setattr(ops, "swaps_operands", lambda *args: True)
+    graph = random_graph(30, 20, 200, torch.int64, seed=31)
+    op = make_op(graph, "mul", gather, "src", "edge", (4, 1), (4, 4), torch.float32, seed=32, integer=True)
+    assert prepare(graph, op).swapped
+    first = check(graph, op)
+    plan = ops.Plan(graph, op)
+    for _ in range(2):
+        assert all(a is None and b is None or torch.equal(a, b) for a, b in zip(plan.run(op.A, op.B), first))
 
 
 # ---- graph shapes -----------------------------------------------------------------------------

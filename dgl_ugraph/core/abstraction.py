@@ -137,8 +137,10 @@ class Broadcast:
     reduce_size: int
     a_off: Optional[Tuple[int, ...]]  # None: identity
     b_off: Optional[Tuple[int, ...]]
-    # params.h's b_off_block: b_off is constant on aligned blocks of this many elements.
+    # params.h's b_off_block: b_off is constant on aligned blocks of this many elements; and the
+    # same of a_off (for a call whose operands the CUDA core exchanges: ops.swaps_operands).
     b_off_block: int = 1
+    a_off_block: int = 1
 
 
 def broadcast(edge_op: str, a_shape: Optional[Tuple[int, ...]], b_shape: Optional[Tuple[int, ...]]) -> Broadcast:
@@ -175,10 +177,10 @@ def broadcast(edge_op: str, a_shape: Optional[Tuple[int, ...]], b_shape: Optiona
     a_len, b_len = math.prod(a_pad), math.prod(b_pad)
     # A side shaped like the output reads element j at j: no table (params.h's NULL), so that the
     # CUDA core keeps its 16-byte loads on it when only the other side broadcasts (u_mul_e's
-    # scalar edge weight, GAT's per-head attention).
+    # scalar edge weight, GAT's per-head attention; NNConv's node rows, once exchanged).
+    a_off = None if a_pad == out_core else _offsets(a_pad, out_core)
     b_off = None if b_pad == out_core else _offsets(b_pad, out_core)
-    return Broadcast(out_shape, out_len, a_len, b_len, k,
-                     None if a_pad == out_core else _offsets(a_pad, out_core), b_off, _constant_block(b_off))
+    return Broadcast(out_shape, out_len, a_len, b_len, k, a_off, b_off, _constant_block(b_off), _constant_block(a_off))
 
 
 def _constant_block(offs: Optional[Tuple[int, ...]], most: int = 16) -> int:

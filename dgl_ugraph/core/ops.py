@@ -140,12 +140,15 @@ class Prepared:
     (for timing, autotuning and repeated use). A CUDA call is `pending` until `configure` gives
     it a ParallelInfo."""
 
-    __slots__ = ("params", "outputs", "signature", "pending", "_keep", "_device", "_core", "_num_edges",
+    __slots__ = ("params", "outputs", "signature", "pending", "swapped", "_keep", "_device", "_core", "_num_edges",
                  "_topologies")
 
-    def __init__(self, params, outputs, keep, device, core, sig=None, num_edges=0, pending=False, topologies=None):
+    def __init__(self, params, outputs, keep, device, core, sig=None, num_edges=0, pending=False, topologies=None,
+                 swapped=False):
         self.params, self.outputs, self._keep, self._device, self._core = params, outputs, keep, device, core
         self.signature, self._num_edges, self.pending = sig, num_edges, pending
+        # Whether the params hold the call's A as the core's B and its B as A (swaps_operands).
+        self.swapped = swapped
         # (CSC order, edge-id order) as (col, row, eid) addresses where message creation has both.
         self._topologies = topologies
 
@@ -230,6 +233,17 @@ def _walks_edge_order(op: OpInfo, sig: Signature, device: torch.device) -> bool:
 _NO_ROWS = torch.empty(0, dtype=torch.int64)
 
 
+def swaps_operands(edge_op: str, bc: Broadcast, device: torch.device) -> bool:
+    """Whether the CUDA core runs the call as B op A. Its team kernels read A as 16-byte vectors
+    only where A is not broadcast, while B may repeat one value over each vector (b_off_block):
+    so a commutative op whose A repeats over aligned blocks and whose B does not runs exchanged,
+    with the same values bit for bit (IEEE addition and multiplication commute) and the same max/min
+    winners (arg_a and arg_b exchanged with them). That is NNConv's aggregation, u_mul_e of x
+    (N, k, 1) by w (E, k, k), and its backward's u_mul_v; unexchanged, its lanes read one element
+    each (H200, sim-amazon0505, k = 16: bench/raw/s34/)."""
+    return device.type == "cuda" and edge_op in ("add", "mul") and bc.b_off is None and bc.a_off_block > 1
+
+
 def _uses_long_rows(op: OpInfo, device: torch.device) -> bool:
     """Whether the call's params carry the graph's long rows: aggregations on CUDA (team.cuh's
     heavy rows), where the list costs a sync once per graph."""
@@ -272,6 +286,10 @@ def prepare(graph: UGraph, op_info: OpInfo, parallel_info: Optional[ParallelInfo
     a_off, b_off = _offsets(bc.a_off, device), _offsets(bc.b_off, device)
     # For the CUDA vertex strategies' long rows (params.h); the CPU core reads none of them.
     long_rows = graph.long_rows() if _uses_long_rows(op, device) else _NO_ROWS
+    # The core's A and B, each as (tensor, type, length, offsets, arg): the call's, or exchanged.
+    sides = [(a, sig.a_type, bc.a_len, a_off, arg_a), (b, sig.b_type, bc.b_len, b_off, arg_b)]
+    swapped = swaps_operands(op.edge_op, bc, device)
+    (ka, ka_type, ka_len, ka_off, k_arg_a), (kb, kb_type, kb_len, kb_off, k_arg_b) = sides[::-1] if swapped else sides
     p = core.Params(
         num_src=graph.num_src, num_dst=graph.num_dst, num_edges=graph.num_edges,
         index_bits=32 if graph.idtype == torch.int32 else 64,
@@ -280,15 +298,15 @@ def prepare(graph: UGraph, op_info: OpInfo, parallel_info: Optional[ParallelInfo
         indptr=graph.indptr.data_ptr(), col=graph.col.data_ptr(), row=graph.row.data_ptr(),
         eid=graph.eid.data_ptr() if graph.eid is not None else 0,
         edge_op=EDGE_OP_CODE[op.edge_op], gather_op=GATHER_OP_CODE[op.gather_op],
-        a_type=TENSOR_TYPE_CODE[sig.a_type], b_type=TENSOR_TYPE_CODE[sig.b_type], c_type=TENSOR_TYPE_CODE[op.C_type],
+        a_type=TENSOR_TYPE_CODE[ka_type], b_type=TENSOR_TYPE_CODE[kb_type], c_type=TENSOR_TYPE_CODE[op.C_type],
         dtype=DTYPE_CODES[dtype],
-        a=a.data_ptr() if a is not None else 0, a_row_stride=a.stride(0) if a is not None else 0,
-        b=b.data_ptr() if b is not None else 0, b_row_stride=b.stride(0) if b is not None else 0,
-        c=c.data_ptr(), arg_a=arg_a.data_ptr() if arg_a is not None else 0,
-        arg_b=arg_b.data_ptr() if arg_b is not None else 0,
-        out_len=bc.out_len, a_len=bc.a_len, b_len=bc.b_len, reduce_size=bc.reduce_size,
-        a_off=a_off.data_ptr() if a_off is not None else 0, b_off=b_off.data_ptr() if b_off is not None else 0,
-        b_off_block=bc.b_off_block)
+        a=ka.data_ptr() if ka is not None else 0, a_row_stride=ka.stride(0) if ka is not None else 0,
+        b=kb.data_ptr() if kb is not None else 0, b_row_stride=kb.stride(0) if kb is not None else 0,
+        c=c.data_ptr(), arg_a=k_arg_a.data_ptr() if k_arg_a is not None else 0,
+        arg_b=k_arg_b.data_ptr() if k_arg_b is not None else 0,
+        out_len=bc.out_len, a_len=ka_len, b_len=kb_len, reduce_size=bc.reduce_size,
+        a_off=ka_off.data_ptr() if ka_off is not None else 0, b_off=kb_off.data_ptr() if kb_off is not None else 0,
+        b_off_block=bc.a_off_block if swapped else bc.b_off_block)
     order = graph.edge_order() if _walks_edge_order(op, sig, device) else None
     topologies = None if order is None else (
         (p.col, p.row, p.eid), (order[0].data_ptr(), order[1].data_ptr(), 0))
@@ -297,7 +315,7 @@ def prepare(graph: UGraph, op_info: OpInfo, parallel_info: Optional[ParallelInfo
     # this call's operands.
     keep = [graph.indptr, graph.col, graph.row, graph.eid, a_off, b_off, order, long_rows, a, b]
     prepared = Prepared(p, outputs, keep, device, core, sig, graph.num_edges, pending=device.type == "cuda",
-                        topologies=topologies)
+                        topologies=topologies, swapped=swapped)
     if parallel_info is not None and prepared.pending:
         prepared.configure(parallel_info)
     return prepared
@@ -313,8 +331,8 @@ class Plan:
     params with its own data pointers and runs, with no other Python work."""
 
     __slots__ = ("_template", "_keep", "_c_shape", "_c_like", "_arg_like", "_arg_a", "_arg_b", "_lhs", "_rhs",
-                 "_a_row", "_b_row", "_workspace", "_workspace_like", "_zeroed", "_cuda_index", "_core",
-                 "_run_cuda_with")
+                 "_a_row", "_b_row", "_swapped", "_workspace", "_workspace_like", "_zeroed", "_cuda_index",
+                 "_core", "_run_cuda_with")
 
     def __init__(self, graph: UGraph, op_info: OpInfo, parallel_info: Optional[ParallelInfo] = None,
                  first: Optional[Prepared] = None, args: bool = True):
@@ -336,6 +354,7 @@ class Plan:
         # A contiguous operand's row stride: its row's size (1 for a 1-D operand).
         self._a_row = math.prod(op_info.A.shape[1:]) if self._lhs else 0
         self._b_row = math.prod(op_info.B.shape[1:]) if self._rhs else 0
+        self._swapped = first.swapped
         self._workspace = first.params.workspace_bytes if first.params is not None else 0
         self._workspace_like = torch.empty(0, dtype=torch.uint8, device=c.device) if self._workspace else None
         # A zeroed workspace (new_workspace) per CUDA stream, kept across calls, which leave it
@@ -387,6 +406,9 @@ class Plan:
         c_ptr = c.data_ptr()
         arg_a_ptr = arg_a.data_ptr() if arg_a is not None else 0
         arg_b_ptr = arg_b.data_ptr() if arg_b is not None else 0
+        if self._swapped:
+            a_ptr, a_stride, b_ptr, b_stride = b_ptr, b_stride, a_ptr, a_stride
+            arg_a_ptr, arg_b_ptr = arg_b_ptr, arg_a_ptr
         # The common CUDA call launched here, without _launch's frame or a tuple of the data: on
         # a small graph each microsecond of Python is a tenth of the call.
         if index is not None and not POISON_OUTPUTS and _cuda_get_device() == index:

@@ -40,7 +40,8 @@ class Case(NamedTuple):
 
 def shapes_for(edge_op: str, variant: int) -> Tuple[Tuple[int, ...], Tuple[int, ...]]:
     """A rotating choice of feature shapes: plain widths (1, 7, 33, 64), GAT-like heads with a
-    broadcast (4,16)x(4,1), a two-sided broadcast, a row of several 32-lane slabs of 16-byte
+    broadcast (4,16)x(4,1) and its mirror (4,1)x(4,16) (which add and mul run exchanged), a
+    two-sided broadcast, a row of several 32-lane slabs of 16-byte
     vectors in every dtype (520), widths that take 8-byte vectors (6 and (4,2)x(4,1) in 32-bit
     floats, 12 and (4,4)x(4,1) in 16-bit ones), and dot over 7, 64 or 264 (several vectors per
     lane), per head (4 heads; 40 heads of 8, more than one team's worth) or broadcast."""
@@ -48,7 +49,8 @@ def shapes_for(edge_op: str, variant: int) -> Tuple[Tuple[int, ...], Tuple[int, 
         return [((7,), (7,)), ((64,), (64,)), ((4, 16), (4, 16)), ((3, 1, 5), (1, 4, 5)), ((264,), (264,)),
                 ((40, 8), (40, 8))][variant % 6]
     return [((33,), (33,)), ((4, 16), (4, 1)), ((1,), (1,)), ((64,), (64,)), ((7,), (1,)), ((3, 1, 5), (1, 4, 5)),
-            ((520,), (520,)), ((6,), (6,)), ((4, 2), (4, 1)), ((12,), (12,)), ((4, 4), (4, 1))][variant % 11]
+            ((520,), (520,)), ((6,), (6,)), ((4, 2), (4, 1)), ((12,), (12,)), ((4, 4), (4, 1)),
+            ((4, 1), (4, 16))][variant % 12]
 
 
 def op_cases() -> List[Case]:

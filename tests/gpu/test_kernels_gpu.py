@@ -342,6 +342,37 @@ def test_heads_narrower_than_a_lane(strategy, dtype, idtype):
     assert not failures, f"{len(failures)} of {ran} failed:\n" + "\n".join(failures[:40])
 
 
+@pytest.mark.parametrize("idtype", (torch.int32, torch.int64), ids=("i32", "i64"))
+@pytest.mark.parametrize("dtype", DTYPES, ids=[DTYPE_NAMES[d] for d in DTYPES])
+@pytest.mark.parametrize("strategy", STRATEGIES)
+def test_exchanged_operands(strategy, dtype, idtype):
+    """u_mul_e and u_add_e whose A repeats over blocks and whose B does not run as B op A
+    (ops.swaps_operands): NNConv's (16, 1) by (16, 16), blocks of 4 and of 2 (8-byte lanes in
+    float32, scalars in halves), each operand by source, destination and edge, every gather; the
+    values and both args (max/min) against the fp64 oracle's for the call as written."""
+    compiled = _ext.compiled_cuda_keys()
+    if (strategy, DTYPE_NAMES[dtype]) not in compiled:
+        pytest.skip(f"{strategy}/{DTYPE_NAMES[dtype]} not compiled")
+    graph = suite_graph(idtype, "cuda", seed=4)
+    gen = torch.Generator().manual_seed(hash((strategy, str(dtype), str(idtype), "exchanged")) % 2**31)
+    samples = itertools.cycle(PARALLEL_SAMPLES)
+    failures, ran = [], 0
+    for (a_shape, b_shape), edge_op, (a_type, b_type), gather in itertools.product(
+            (((16, 1), (16, 16)), ((4, 1), (4, 4)), ((3, 1), (3, 2))), ("mul", "add"),
+            (("src", "edge"), ("edge", "dst"), ("dst", "src")), ("none", "sum", "max", "min", "mean")):
+        case = Case(edge_op, gather, a_type, b_type, a_shape, b_shape)
+        op = make_op(case, graph, dtype, "cuda", gen)
+        sig, bc = ops.signature(graph, op)
+        assert ops.swaps_operands(edge_op, bc, graph.device), case
+        g, t = next(samples)
+        pinfo = ParallelInfo(strategy, g, t)
+        ok, failure = run_unless_refused(graph, op, sig, pinfo, dtype, compiled)
+        ran += ok
+        if failure:
+            failures.append(f"{case} {pinfo}: {failure}")
+    assert ran and not failures, f"{len(failures)} of {ran} failed:\n" + "\n".join(failures[:40])
+
+
 @pytest.mark.parametrize("dtype", (torch.float32, torch.float16), ids=("f32", "f16"))
 @pytest.mark.parametrize("strategy", ("warp_vertex", "warp_edge"))
 def test_a_block_promise_of_0_or_1_reads_every_offset(strategy, dtype):
