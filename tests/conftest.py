@@ -38,6 +38,20 @@ def plugin_on():
         dgl_ugraph.disable()
 
 
+@pytest.fixture(params=(False, True), ids=("dgl_idtype", "narrowed"))
+def index_width(request, monkeypatch):
+    """Both ways the graph cache may hold an int64 DGL graph: at DGL's index type, and narrowed
+    to int32 as on CUDA (cache.NARROW_DEVICES), so that a CPU run covers what a narrowed graph
+    gives back to DGL (max/min's args, the degrees) in DGL's index type."""
+    from dgl_ugraph.dgl import cache
+
+    if request.param:
+        monkeypatch.setattr(cache, "NARROW_DEVICES", ("cpu", "cuda"))
+    cache.clear()
+    yield request.param
+    cache.clear()
+
+
 @pytest.fixture
 def isolated_failures(monkeypatch):
     """Failures recorded by a test stay in that test."""

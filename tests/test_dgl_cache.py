@@ -9,6 +9,7 @@ import torch
 import dgl
 import dgl.function as fn
 import dgl_ugraph
+from dgl.backend.pytorch import sparse
 from dgl_ugraph.dgl import cache, recognition
 
 
@@ -169,6 +170,34 @@ def test_blocks_and_int32_graphs():
     assert (entry.ugraph.num_src, entry.ugraph.num_dst) == (block.num_src_nodes(), block.num_dst_nodes())
     x = torch.rand(block.num_src_nodes(), 4)
     assert torch.equal(dgl.ops.copy_u_max(block, x), native(dgl.ops.copy_u_max, block, x))
+
+
+def test_int64_graphs_narrow_where_the_kernels_gain_and_keep_dgls_index_type(monkeypatch):
+    """On CUDA (cache.NARROW_DEVICES) an int64 graph whose counts fit 31 bits runs as int32; what
+    goes back to DGL (max's args, the degrees) and what stats() reports keep DGL's int64. An int32
+    graph, a graph past NARROW_LIMIT and a CPU graph keep their own type."""
+    g = random_graph(5)
+    x = torch.randn(g.num_nodes(), 3, requires_grad=True)
+
+    def entry_after_max(graph):
+        cache.clear()
+        dgl_ugraph.reset_stats()
+        dgl.ops.gspmm(graph, "copy_lhs", "max", x, None)
+        return cache.entry_for(graph._graph)
+
+    entry = entry_after_max(g)
+    assert (entry.ugraph.idtype, entry.idtype) == (torch.int64, torch.int64)  # the CPU keeps DGL's
+    monkeypatch.setattr(cache, "NARROW_DEVICES", ("cpu", "cuda"))
+    for graph in (g, g.int()):
+        entry = entry_after_max(graph)
+        assert entry.ugraph.idtype == torch.int32 and entry.idtype == graph.idtype
+    dgl_ugraph.reset_stats()
+    out, (arg_u, arg_e) = sparse._gspmm(g._graph, "copy_lhs", "max", x, None)
+    assert arg_u.dtype == torch.int64 and arg_e is None
+    assert g.in_degrees().dtype == g.out_degrees().dtype == torch.int64
+    assert {row["idtype"] for row in dgl_ugraph.stats()["signatures"]} == {"int64"}
+    monkeypatch.setattr(cache, "NARROW_LIMIT", g.num_edges())
+    assert entry_after_max(g).ugraph.idtype == torch.int64
 
 
 def test_warming_counts_each_graph_index_calls_up_to_the_tier_up(monkeypatch):

@@ -10,7 +10,7 @@ import dgl_ugraph
 from dgl.backend.pytorch import sparse
 from dgl_ugraph.dgl import interception
 
-pytestmark = pytest.mark.usefixtures("plugin_on")
+pytestmark = pytest.mark.usefixtures("plugin_on", "index_width")
 
 
 def graph(idtype=torch.int64):

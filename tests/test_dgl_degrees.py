@@ -10,7 +10,7 @@ from dgl.heterograph import DGLGraph  # noqa: E402
 import dgl_ugraph  # noqa: E402
 from dgl_ugraph.dgl import degrees  # noqa: E402
 
-pytestmark = pytest.mark.usefixtures("plugin_on")
+pytestmark = pytest.mark.usefixtures("plugin_on", "index_width")
 
 
 def _own(graph, name, *args):

@@ -70,7 +70,7 @@ def assert_equal_up_to_order(ours, theirs, what, noise_floor=0.0, rtol=1e-5):
 
 
 @pytest.mark.parametrize("name", list(MODELS))
-def test_model_parity_and_full_interception(name, graph):
+def test_model_parity_and_full_interception(name, graph, index_width):
     make, prepare = MODELS[name]
     g, feat, labels, train_mask = graph
     if prepare is not None:

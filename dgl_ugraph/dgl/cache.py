@@ -43,6 +43,13 @@ from dgl_ugraph import settings
 from dgl_ugraph.core.graph import UGraph
 
 RECENT_GRAPHS = 8
+# Devices on which an int64 graph whose node and edge counts fit 31 bits runs as int32 (_build):
+# on CUDA the 32-bit index paths ran the aggregations 1.15-1.65x faster than the same graph at
+# int64 with the same configuration (H200, the uGrapher stand-ins: copy_u sum 1.15-1.40x, max
+# 1.35-1.62x, the GAT sum 1.17-1.54x, u_add_v/u_dot_v 1.00-1.16x; bench/raw/s34/idtype/). On the
+# 2-core CPU the two widths measured within noise of each other, so CPU graphs keep DGL's.
+NARROW_DEVICES = ("cuda",)
+NARROW_LIMIT = 2 ** 31 - 1
 
 _by_gidx: Dict[int, Tuple[weakref.ref, object]] = {}
 _recent: "OrderedDict[tuple, GraphEntry]" = OrderedDict()
@@ -55,13 +62,19 @@ _lock = threading.Lock()
 
 class GraphEntry:
     """A UGraph, the per-signature decisions made on it, its in- and out-degrees once asked for,
-    and the mean reducer's divisors (`mean`), per result dtype and rank."""
+    and the mean reducer's divisors (`mean`), per result dtype and rank. `idtype` is the DGL
+    graph's index type, in which every index tensor goes back to DGL (max/min's args, the
+    degrees), whatever the UGraph's (NARROW_DEVICES); `arrays` holds DGL's own adjacency arrays,
+    whose addresses are the entry's key (the module doc's lifetimes)."""
 
-    __slots__ = ("ugraph", "key", "decisions", "reverse", "in_degrees", "out_degrees", "divisors", "__weakref__")
+    __slots__ = ("ugraph", "key", "idtype", "arrays", "decisions", "reverse", "in_degrees", "out_degrees",
+                 "divisors", "__weakref__")
 
-    def __init__(self, ugraph: UGraph, key: tuple):
+    def __init__(self, ugraph: UGraph, key: tuple, idtype: torch.dtype, arrays: tuple):
         self.ugraph = ugraph
         self.key = key
+        self.idtype = idtype
+        self.arrays = arrays
         self.decisions: dict = {}
         self.reverse: Optional[GraphEntry] = None
         self.in_degrees = None
@@ -70,16 +83,21 @@ class GraphEntry:
 
     def degrees(self, out: bool):
         """Every node's in- (out-) degree, computed once: the in-degrees from the CSC's indptr,
-        the out-degrees by counting its columns."""
+        the out-degrees by counting its columns; in DGL's index type."""
         deg = self.out_degrees if out else self.in_degrees
         if deg is None:
             ug = self.ugraph
             if out:
-                deg = self.out_degrees = torch.zeros(ug.num_src, dtype=ug.idtype, device=ug.device).index_add_(
-                    0, ug.col, torch.ones_like(ug.col))
+                deg = torch.zeros(ug.num_src, dtype=ug.idtype, device=ug.device).index_add_(
+                    0, ug.col, torch.ones_like(ug.col)).to(self.idtype)
+                self.out_degrees = deg
             else:
-                deg = self.in_degrees = ug.indptr[1:] - ug.indptr[:-1]
+                deg = self.in_degrees = (ug.indptr[1:] - ug.indptr[:-1]).to(self.idtype)
         return deg
+
+    def in_idtype(self, index: Optional[torch.Tensor]) -> Optional[torch.Tensor]:
+        """An index tensor of the UGraph's (max/min's args) in DGL's index type."""
+        return index if index is None or index.dtype == self.idtype else index.to(self.idtype)
 
 
 _dgl_capi = {}
@@ -124,11 +142,19 @@ def _created_formats(gidx) -> frozenset:
     return frozenset(str(f) for f in _dgl_api("_CAPI_DGLHeteroGetCreatedFormats")(gidx))
 
 
+def index_dtype(idtype: torch.dtype, device: torch.device, num_src: int, num_dst: int, num_edges: int) -> torch.dtype:
+    """The UGraph's index type for a DGL graph of `idtype` (NARROW_DEVICES)."""
+    if idtype == torch.int64 and device.type in NARROW_DEVICES and max(num_src, num_dst, num_edges) < NARROW_LIMIT:
+        return torch.int32
+    return idtype
+
+
 def _build(arrays, num_src: int, key: tuple) -> GraphEntry:
     from dgl.backend import zerocopy_from_dgl_ndarray
-    indptr, indices, eids = (zerocopy_from_dgl_ndarray(a) for a in arrays)
-    ugraph = UGraph.from_csc(indptr, indices, eids if eids.numel() else None, num_src, idtype=indices.dtype)
-    return GraphEntry(ugraph, key)
+    indptr, indices, eids = tensors = tuple(zerocopy_from_dgl_ndarray(a) for a in arrays)
+    idtype = index_dtype(indices.dtype, indices.device, num_src, indptr.numel() - 1, indices.numel())
+    ugraph = UGraph.from_csc(indptr, indices, eids if eids.numel() else None, num_src, idtype=idtype)
+    return GraphEntry(ugraph, key, indices.dtype, tensors)
 
 
 def _resolve(gidx) -> Union[GraphEntry, str]:

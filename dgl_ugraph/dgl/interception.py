@@ -213,7 +213,9 @@ def _run_spmm(d: Decision, entry, lhs, rhs, args=True):
     plan = d.plan  # made by the first call on a graph with edges
     if plan is not None and d.plain:
         out, arg_a, arg_b = plan.run(lhs, rhs)
-        return out, (arg_a, arg_b)
+        if arg_a is None and arg_b is None:
+            return out, (None, None)
+        return out, (entry.in_idtype(arg_a), entry.in_idtype(arg_b))
     if d.expand_lhs:
         lhs = lhs.unsqueeze(-1)
     if d.expand_rhs:
@@ -225,10 +227,11 @@ def _run_spmm(d: Decision, entry, lhs, rhs, args=True):
         x = lhs if p.A_type != "null" else rhs
         out = torch.zeros((graph.num_dst,) + d.out_shape, dtype=x.dtype, device=x.device)
         cmp = args and p.gather_op in ("max", "min")
-        arg_a = torch.zeros(out.shape, dtype=graph.idtype, device=x.device) if cmp and p.A_type != "null" else None
-        arg_b = torch.zeros(out.shape, dtype=graph.idtype, device=x.device) if cmp and p.B_type != "null" else None
+        arg_a = torch.zeros(out.shape, dtype=entry.idtype, device=x.device) if cmp and p.A_type != "null" else None
+        arg_b = torch.zeros(out.shape, dtype=entry.idtype, device=x.device) if cmp and p.B_type != "null" else None
     else:
         out, arg_a, arg_b = _planned(d, graph, lhs, rhs, args)
+        arg_a, arg_b = entry.in_idtype(arg_a), entry.in_idtype(arg_b)
     if d.squeeze_out:
         out = out.squeeze(-1)
     if d.expand_lhs and arg_a is not None:

@@ -161,7 +161,7 @@ def _refusal(key: str, sig, reason) -> Optional[Decision]:
 
 def _decide(entry, key: str, op: str, lhs, rhs) -> Decision:
     graph = entry.ugraph
-    sig = _stats_signature(lhs, rhs, _name(graph.idtype))
+    sig = _stats_signature(lhs, rhs, _name(entry.idtype))
     found = patterns.lookup(key)
     if isinstance(found, str):
         return Decision(record(key, sig, DGL, found))
@@ -318,7 +318,7 @@ def _past_fused_softmax(graph, x) -> Optional[str]:
 
 def _decide_softmax(entry, key: str, x, y) -> Decision:
     graph = entry.ugraph
-    sig = _stats_signature(x, y, _name(graph.idtype))
+    sig = _stats_signature(x, y, _name(entry.idtype))
     device = patterns.fused()[key]["device"]
     reason = _why_not(entry, _SOFTMAX_OPERANDS[key], x, y)
     if reason is None and graph.device.type != device:
