@@ -98,6 +98,7 @@ const std::unordered_map<std::string, Setter>& setters() {
       UG_V(edge_op), UG_V(gather_op), UG_V(a_type), UG_V(b_type), UG_V(c_type), UG_V(dtype), UG_V(a_row_stride),
       UG_V(b_row_stride), UG_V(out_len), UG_V(a_len), UG_V(b_len), UG_V(reduce_size), UG_V(strategy),
       UG_V(grouping), UG_V(tiling), UG_V(workspace_bytes), UG_V(workspace_zeroed), UG_V(b_off_block),
+      UG_V(arg_bits),
       UG_P(indptr, const void), UG_P(long_rows, const void), UG_P(col, const void), UG_P(row, const void),
       UG_P(eid, const void),
       UG_P(a, const void), UG_P(b, const void), UG_P(c, void), UG_P(arg_a, void), UG_P(arg_b, void),
@@ -209,7 +210,7 @@ PYBIND11_MODULE(_C, m) {
   UG_FIELD(dtype); UG_FIELD(a_row_stride); UG_FIELD(b_row_stride);
   UG_FIELD(out_len); UG_FIELD(a_len); UG_FIELD(b_len); UG_FIELD(reduce_size);
   UG_FIELD(strategy); UG_FIELD(grouping); UG_FIELD(tiling); UG_FIELD(workspace_bytes); UG_FIELD(workspace_zeroed);
-  UG_FIELD(b_off_block);
+  UG_FIELD(b_off_block); UG_FIELD(arg_bits);
 #undef UG_FIELD
   def_ptr(params, "indptr", &UgParams::indptr);
   def_ptr(params, "long_rows", &UgParams::long_rows);

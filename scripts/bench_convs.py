@@ -170,13 +170,16 @@ def main():
     ap.add_argument("--out", default=None)
     ap.add_argument("--md", default=None, help="a markdown summary of the rows")
     ap.add_argument("--summarize", default=None,
-                    help="instead of running: merge these CSVs (comma-separated) into --out and --md")
+                    help="instead of running: merge these CSVs (comma-separated) into --out and --md; a "
+                         "later file's row replaces an earlier one of the same device, conv, graph, mode and impl")
     args = ap.parse_args()
     if args.summarize:
-        rows = []
+        merged = {}
         for path in args.summarize.split(","):
             with open(path, newline="") as fh:
-                rows += list(csv.DictReader(fh))
+                for r in csv.DictReader(fh):
+                    merged[tuple(r[k] for k in ("device", "conv", "graph", "mode", "impl"))] = r
+        rows = list(merged.values())
         if args.out:
             write_rows(args.out, rows, COLUMNS)
         if args.md:

@@ -33,6 +33,13 @@ def test_a_run_writes_rows_and_a_summary(monkeypatch, tmp_path):
     assert all(float(r["ugraph_share"]) == 1.0 and float(r["paired_x"]) > 0 for r in ours)
     text = md.read_text()
     assert "| GATConv |" in text and "| SAGEConv-pool |" in text and "Parity failures: 0." in text
-    merged = tmp_path / "merged.md"
+    merged, merged_csv = tmp_path / "merged.md", tmp_path / "merged.csv"
     run(monkeypatch, "--summarize", f"{out},{out}", "--md", str(merged))
     assert merged.read_text() == text
+    # A later run's row replaces the earlier one of its case, in the CSV and the summary.
+    later = tmp_path / "later.csv"
+    redone = [dict(r, paired_x="9.5") for r in rows if r["conv"] == "GATConv" and r["impl"] == "ugraph"]
+    bc.write_rows(str(later), redone, bc.COLUMNS)
+    run(monkeypatch, "--summarize", f"{out},{later}", "--out", str(merged_csv), "--md", str(merged))
+    again = list(csv.DictReader(open(merged_csv)))
+    assert len(again) == len(rows) and "| GATConv | 9.50 | 9.50 |" in merged.read_text()

@@ -257,6 +257,27 @@ def test_exchanged_operands_give_the_call_as_written(gather, monkeypatch):
         assert all(a is None and b is None or torch.equal(a, b) for a, b in zip(plan.run(op.A, op.B), first))
 
 
+@pytest.mark.parametrize("gather", ["max", "min"])
+def test_int64_args_of_an_int32_graph(gather):
+    """arg_dtype int64 on an int32 graph (params.h's arg_bits 64, which the DGL layer asks for on a
+    graph of int64 ids run on 32-bit indices): the int32 call's values and args, as int64, through
+    prepare and a Plan; any other arg type is refused."""
+    graph = random_graph(30, 20, 200, torch.int32, seed=33)
+    for edge_op, a_type, b_type, shape in (("mul", "src", "edge", (1,)), ("copy_lhs", "src", "null", None),
+                                           ("add", "dst", "src", (4,))):
+        op = make_op(graph, edge_op, gather, a_type, b_type, (4,), shape, torch.float32, seed=34, integer=True)
+        want = check(graph, op)
+        got = prepare(graph, op, arg_dtype=torch.int64).run()
+        plan = ops.Plan(graph, op, arg_dtype=torch.int64).run(op.A, op.B)
+        for out in (got, plan):
+            assert torch.equal(out[0], want[0])
+            for arg, ref in zip(out[1:], want[1:]):
+                assert (arg is None) == (ref is None)
+                assert arg is None or (arg.dtype == torch.int64 and torch.equal(arg, ref.long()))
+    with pytest.raises(TypeError, match="int64"):
+        prepare(graph, op, arg_dtype=torch.int16)
+
+
 # ---- graph shapes -----------------------------------------------------------------------------
 
 @pytest.mark.parametrize("idtype", IDTYPES, ids=dname)

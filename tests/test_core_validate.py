@@ -71,6 +71,7 @@ FIELD_MUTATIONS = {
     "b": [0],
     "c": [0],
     "b_off_block": [-2, 3, 12],
+    "arg_bits": [16, 48, -64],
 }
 
 

@@ -116,6 +116,8 @@ int validate(const UgParams& p, Backend backend, std::string* why) {
     return invalid(why, "arg_a is set, but only max/min over an op that reads A writes it");
   if (p.arg_b && !(cmp && uses_rhs(p.edge_op)))
     return invalid(why, "arg_b is set, but only max/min over an op that reads B writes it");
+  if (p.arg_bits != 0 && p.arg_bits != p.index_bits && p.arg_bits != 64)
+    return invalid(why, "arg_bits must be 0, index_bits (%d) or 64, got %d", p.index_bits, p.arg_bits);
 
   if (p.b_off_block < 0 || (p.b_off_block & (p.b_off_block - 1)) != 0)
     return invalid(why, "b_off_block must be 0 or a power of two, got %lld", (long long)p.b_off_block);

@@ -73,14 +73,26 @@ struct RowStore {
 #pragma omp simd
     for (int64_t j = 0; j < n; ++j) c[j] = Scalar<T>::store(acc[j]);
     if constexpr (Red::is_cmp) {
-      if (g.arg_a) {
-        I* arg = g.arg_a + v * g.out_len + j0;
-        for (int64_t j = 0; j < n; ++j) arg[j] = win[j] < 0 ? I(0) : I(g.a.id(base + win[j]));
+      if (g.wide_args) {
+        store_args<int64_t>(g, reinterpret_cast<int64_t*>(g.arg_a), reinterpret_cast<int64_t*>(g.arg_b), v, j0, n,
+                            win, base);
+      } else {
+        store_args<I>(g, g.arg_a, g.arg_b, v, j0, n, win, base);
       }
-      if (g.arg_b) {
-        I* arg = g.arg_b + v * g.out_len + j0;
-        for (int64_t j = 0; j < n; ++j) arg[j] = win[j] < 0 ? I(0) : I(g.b.id(base + win[j]));
-      }
+    }
+  }
+
+  // The winners' operand rows into arg_a and arg_b (each NULL when not wanted), as Out.
+  template <typename Out, typename N, typename W>
+  UG_INLINE static void store_args(const G& g, Out* arg_a, Out* arg_b, int64_t v, int64_t j0, N n, const W* win,
+                                   int64_t base) {
+    if (arg_a) {
+      Out* arg = arg_a + v * g.out_len + j0;
+      for (int64_t j = 0; j < n; ++j) arg[j] = win[j] < 0 ? Out(0) : Out(g.a.id(base + win[j]));
+    }
+    if (arg_b) {
+      Out* arg = arg_b + v * g.out_len + j0;
+      for (int64_t j = 0; j < n; ++j) arg[j] = win[j] < 0 ? Out(0) : Out(g.b.id(base + win[j]));
     }
   }
 

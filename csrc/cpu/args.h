@@ -32,6 +32,7 @@ struct Args {
   T* c = nullptr;
   I* arg_a = nullptr;  // NULL when not wanted
   I* arg_b = nullptr;
+  bool wide_args = false;  // params.h's arg_bits 64 on a 32-bit graph: arg_a and arg_b hold int64_t
   int64_t out_len = 0;
   int64_t reduce_size = 1;   // K: products per dot message
   bool mean = false;         // gather mean: each row's sums are divided by its degree (at least 1)

@@ -44,6 +44,7 @@ Args<T, I> make_args(const Prepared& q) {
   g.c = static_cast<T*>(p.c);
   g.arg_a = static_cast<I*>(p.arg_a);
   g.arg_b = static_cast<I*>(p.arg_b);
+  g.wide_args = sizeof(I) == 4 && p.arg_bits == 64;
   g.out_len = p.out_len;
   g.reduce_size = p.reduce_size;
   g.mean = p.gather_op == UG_MEAN;

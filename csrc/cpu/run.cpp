@@ -38,8 +38,9 @@ int run(const UgParams& p) {
   if (q.bcast) q.runs = plan_runs(lhs ? q.a_off : nullptr, rhs ? q.b_off : nullptr, p.out_len);
   const int64_t elements = (p.gather_op == UG_GATHER_NONE ? p.num_edges : p.num_dst) * p.out_len;
   advise_huge_pages(p.c, elements * (p.dtype == UG_F64 ? 8 : p.dtype == UG_F32 ? 4 : 2));
-  advise_huge_pages(p.arg_a, elements * (p.index_bits / 8));
-  advise_huge_pages(p.arg_b, elements * (p.index_bits / 8));
+  const int arg_bytes = (p.arg_bits ? p.arg_bits : p.index_bits) / 8;
+  advise_huge_pages(p.arg_a, elements * arg_bytes);
+  advise_huge_pages(p.arg_b, elements * arg_bytes);
   switch (p.gather_op) {
     case UG_GATHER_NONE: run_typed<Gather::kNone>(q); break;
     case UG_SUM:

@@ -235,6 +235,7 @@ struct OpArgs {
   DType* c;
   IdType* arg_a;
   IdType* arg_b;
+  bool wide_args;  // params.h's arg_bits 64 on a 32-bit graph: arg_a and arg_b hold int64_t
   const int64_t* a_off;
   const int64_t* b_off;
   int64_t a_stride, b_stride;
@@ -262,8 +263,17 @@ struct OpArgs {
   // Writes one aggregated output element and, for max/min, the operand rows of its winner.
   __device__ __forceinline__ void store(int64_t i, acc_t<DType> value, int64_t win_a, int64_t win_b) const {
     c[i] = from_acc<DType>(value);
-    if (arg_a) arg_a[i] = static_cast<IdType>(win_a);
-    if (arg_b) arg_b[i] = static_cast<IdType>(win_b);
+    if (arg_a) store_arg(arg_a, i, win_a);
+    if (arg_b) store_arg(arg_b, i, win_b);
+  }
+
+  // Element i of an arg: IdType, or int64_t where wide_args says so.
+  __device__ __forceinline__ void store_arg(IdType* arg, int64_t i, int64_t operand_row) const {
+    if (sizeof(IdType) == 4 && wide_args) {
+      reinterpret_cast<int64_t*>(arg)[i] = operand_row;
+    } else {
+      arg[i] = static_cast<IdType>(operand_row);
+    }
   }
 };
 
@@ -278,6 +288,7 @@ OpArgs<DType, IdType> make_op_args(const UgParams& p) {
   const bool aggregate = p.gather_op != UG_GATHER_NONE;
   x.arg_a = aggregate ? static_cast<IdType*>(p.arg_a) : nullptr;
   x.arg_b = aggregate ? static_cast<IdType*>(p.arg_b) : nullptr;
+  x.wide_args = sizeof(IdType) == 4 && p.arg_bits == 64;
   x.a_off = p.a_off;
   x.b_off = p.b_off;
   x.a_stride = p.a_row_stride;

@@ -260,14 +260,32 @@ __device__ __forceinline__ void store_rows(IdType* p, const IdType (&rows)[kVec]
   }
 }
 
-// kVec winners' operand rows into arg at p, from their positions (-1, nothing won: row 0).
-template <int kVec, typename IdType>
-__device__ __forceinline__ void store_winner_rows(IdType* p, const OperandRows<IdType>& rows,
-                                                  const IdType (&win)[kVec]) {
+// kVec operand rows into arg from element `out` on (store_rows), as int64_t where the params ask
+// a 32-bit graph for wide args (OpArgs::wide_args).
+template <int kVec, typename DType, typename IdType>
+__device__ __forceinline__ void store_arg_rows(const OpArgs<DType, IdType>& x, IdType* arg, int64_t out,
+                                               const IdType (&rows)[kVec]) {
+  if constexpr (sizeof(IdType) == 4) {
+    if (x.wide_args) {
+      int64_t wide[kVec];
+#pragma unroll
+      for (int k = 0; k < kVec; ++k) wide[k] = rows[k];
+      store_rows<kVec>(reinterpret_cast<int64_t*>(arg) + out, wide);
+      return;
+    }
+  }
+  store_rows<kVec>(arg + out, rows);
+}
+
+// kVec winners' operand rows into arg from element `out` on, from their positions (-1, nothing
+// won: row 0).
+template <int kVec, typename DType, typename IdType>
+__device__ __forceinline__ void store_winner_rows(const OpArgs<DType, IdType>& x, IdType* arg, int64_t out,
+                                                  const OperandRows<IdType>& rows, const IdType (&win)[kVec]) {
   IdType ids[kVec];
 #pragma unroll
   for (int k = 0; k < kVec; ++k) ids[k] = win[k] < 0 ? IdType(-1) : static_cast<IdType>(rows.at(win[k]));
-  store_rows<kVec>(p, ids);
+  store_arg_rows<kVec>(x, arg, out, ids);
 }
 
 // Host side: lanes per team and slabs per row for kVec-wide lanes: as many lanes as the row has
@@ -473,8 +491,8 @@ __device__ __forceinline__ void store_row(const OpArgs<DType, IdType>& x, const 
   store_out<kVec>(x.c + out, f.acc);
   if constexpr (Reduce::require_arg) {
     // The validator refuses an arg for an operand the op does not read.
-    if (Op::use_lhs && x.arg_a) store_rows<kVec>(x.arg_a + out, f.win);
-    if (Op::use_rhs && x.arg_b) store_rows<kVec>(x.arg_b + out, f.win_b);
+    if (Op::use_lhs && x.arg_a) store_arg_rows<kVec>(x, x.arg_a, out, f.win);
+    if (Op::use_rhs && x.arg_b) store_arg_rows<kVec>(x, x.arg_b, out, f.win_b);
   }
 }
 
@@ -634,8 +652,8 @@ __global__ void __launch_bounds__(kBlock, kEdgeMinBlocks<Op, Reduce, DType, IdTy
           if constexpr (Sink::kPacked) {
             // The winners' operand rows from their positions (f.acc holds the reduce zero where
             // nothing won, and the row is then 0).
-            if (Op::use_lhs && x.arg_a) store_winner_rows<kVec>(x.arg_a + out, x.a_rows, f.win);
-            if (Op::use_rhs && x.arg_b) store_winner_rows<kVec>(x.arg_b + out, x.b_rows, f.win);
+            if (Op::use_lhs && x.arg_a) store_winner_rows<kVec>(x, x.arg_a, out, x.a_rows, f.win);
+            if (Op::use_rhs && x.arg_b) store_winner_rows<kVec>(x, x.arg_b, out, x.b_rows, f.win);
           }
           continue;
         }

@@ -251,11 +251,12 @@ def _uses_long_rows(op: OpInfo, device: torch.device) -> bool:
 
 
 def prepare(graph: UGraph, op_info: OpInfo, parallel_info: Optional[ParallelInfo] = None,
-            args: bool = True) -> Prepared:
+            args: bool = True, arg_dtype: Optional[torch.dtype] = None) -> Prepared:
     """Checks the call, allocates C (and argA/argB for max/min, unless `args` is False: a call
     that no backward pass reads them for, which then writes C alone) and fills the params. On
     CUDA, `parallel_info` configures it; without one it stays pending (see Prepared). On CPU it is
-    ignored."""
+    ignored. The args are of the graph's index type, or of `arg_dtype`: int64 on an int32 graph
+    (params.h's arg_bits), as DGL reads the args of a graph of int64 ids run on 32-bit indices."""
     op = op_info
     a = op.A if uses_lhs(op.edge_op) else None
     b = op.B if uses_rhs(op.edge_op) else None
@@ -272,12 +273,15 @@ def prepare(graph: UGraph, op_info: OpInfo, parallel_info: Optional[ParallelInfo
     if device.type not in ("cpu", "cuda"):
         raise ValueError(f"dgl_ugraph runs on CPU and CUDA devices, not {device}")
     c = torch.empty((c_rows,) + bc.out_shape, dtype=dtype, device=device)
+    arg_dtype = arg_dtype or graph.idtype
+    if arg_dtype not in (graph.idtype, torch.int64):
+        raise TypeError(f"args are of the graph's index type ({graph.idtype}) or int64, not {arg_dtype}")
     arg_a = arg_b = None
     if args and op.gather_op in ("max", "min"):
         if a is not None:
-            arg_a = torch.empty(c.shape, dtype=graph.idtype, device=device)
+            arg_a = torch.empty(c.shape, dtype=arg_dtype, device=device)
         if b is not None:
-            arg_b = torch.empty(c.shape, dtype=graph.idtype, device=device)
+            arg_b = torch.empty(c.shape, dtype=arg_dtype, device=device)
     outputs = (c, arg_a, arg_b)
     core = _ext.core()
     if c.numel() == 0:
@@ -303,7 +307,7 @@ def prepare(graph: UGraph, op_info: OpInfo, parallel_info: Optional[ParallelInfo
         a=ka.data_ptr() if ka is not None else 0, a_row_stride=ka.stride(0) if ka is not None else 0,
         b=kb.data_ptr() if kb is not None else 0, b_row_stride=kb.stride(0) if kb is not None else 0,
         c=c.data_ptr(), arg_a=k_arg_a.data_ptr() if k_arg_a is not None else 0,
-        arg_b=k_arg_b.data_ptr() if k_arg_b is not None else 0,
+        arg_b=k_arg_b.data_ptr() if k_arg_b is not None else 0, arg_bits=64 if arg_dtype == torch.int64 else 32,
         out_len=bc.out_len, a_len=ka_len, b_len=kb_len, reduce_size=bc.reduce_size,
         a_off=ka_off.data_ptr() if ka_off is not None else 0, b_off=kb_off.data_ptr() if kb_off is not None else 0,
         b_off_block=bc.a_off_block if swapped else bc.b_off_block)
@@ -335,10 +339,10 @@ class Plan:
                  "_core", "_run_cuda_with")
 
     def __init__(self, graph: UGraph, op_info: OpInfo, parallel_info: Optional[ParallelInfo] = None,
-                 first: Optional[Prepared] = None, args: bool = True):
+                 first: Optional[Prepared] = None, args: bool = True, arg_dtype: Optional[torch.dtype] = None):
         """`first`: the call already prepared and configured (selection's policy.plan hands it);
-        else it is prepared here with `parallel_info` and `args` (prepare's)."""
-        first = first or prepare(graph, op_info, parallel_info, args)
+        else it is prepared here with `parallel_info`, `args` and `arg_dtype` (prepare's)."""
+        first = first or prepare(graph, op_info, parallel_info, args, arg_dtype)
         if first.pending:
             raise ValueError("a CUDA plan needs the ParallelInfo that selection chose")
         c, arg_a, arg_b = first.outputs
@@ -347,7 +351,7 @@ class Plan:
         # new_empty, which parses no dtype or device: a microsecond less each than torch.empty.
         self._c_shape = c.shape
         self._c_like = c.new_empty(0)
-        self._arg_like = torch.empty(0, dtype=graph.idtype, device=c.device)
+        self._arg_like = (arg_a if arg_a is not None else arg_b if arg_b is not None else c).new_empty(0)
         self._arg_a, self._arg_b = arg_a is not None, arg_b is not None
         self._lhs = op_info.A is not None and uses_lhs(op_info.edge_op)
         self._rhs = op_info.B is not None and uses_rhs(op_info.edge_op)

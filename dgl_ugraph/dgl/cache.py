@@ -95,10 +95,6 @@ class GraphEntry:
                 deg = self.in_degrees = (ug.indptr[1:] - ug.indptr[:-1]).to(self.idtype)
         return deg
 
-    def in_idtype(self, index: Optional[torch.Tensor]) -> Optional[torch.Tensor]:
-        """An index tensor of the UGraph's (max/min's args) in DGL's index type."""
-        return index if index is None or index.dtype == self.idtype else index.to(self.idtype)
-
 
 _dgl_capi = {}
 

@@ -199,11 +199,12 @@ def enable_quietly():
 # ---- the replacements ---------------------------------------------------------------------------
 
 
-def _planned(d: Decision, graph, lhs, rhs, args=True):
-    """The decision's kernel call: planned by its first call, each later one reusing the plan."""
+def _planned(d: Decision, entry, lhs, rhs, args=True):
+    """The decision's kernel call: planned by its first call, each later one reusing the plan.
+    Max/min's args come in DGL's index type (cache.GraphEntry.idtype)."""
     if d.plan is None:
-        d.plan = Plan(graph, make_op_info(d.pattern, lhs, rhs), d.choice.parallel_info if d.choice else None,
-                      args=args)
+        d.plan = Plan(entry.ugraph, make_op_info(d.pattern, lhs, rhs), d.choice.parallel_info if d.choice else None,
+                      args=args, arg_dtype=entry.idtype)
     return d.plan.run(lhs, rhs)  # the plan reads only the operands its pattern uses
 
 
@@ -213,9 +214,7 @@ def _run_spmm(d: Decision, entry, lhs, rhs, args=True):
     plan = d.plan  # made by the first call on a graph with edges
     if plan is not None and d.plain:
         out, arg_a, arg_b = plan.run(lhs, rhs)
-        if arg_a is None and arg_b is None:
-            return out, (None, None)
-        return out, (entry.in_idtype(arg_a), entry.in_idtype(arg_b))
+        return out, (arg_a, arg_b)
     if d.expand_lhs:
         lhs = lhs.unsqueeze(-1)
     if d.expand_rhs:
@@ -230,8 +229,7 @@ def _run_spmm(d: Decision, entry, lhs, rhs, args=True):
         arg_a = torch.zeros(out.shape, dtype=entry.idtype, device=x.device) if cmp and p.A_type != "null" else None
         arg_b = torch.zeros(out.shape, dtype=entry.idtype, device=x.device) if cmp and p.B_type != "null" else None
     else:
-        out, arg_a, arg_b = _planned(d, graph, lhs, rhs, args)
-        arg_a, arg_b = entry.in_idtype(arg_a), entry.in_idtype(arg_b)
+        out, arg_a, arg_b = _planned(d, entry, lhs, rhs, args)
     if d.squeeze_out:
         out = out.squeeze(-1)
     if d.expand_lhs and arg_a is not None:
@@ -249,7 +247,7 @@ def _run_sddmm(d: Decision, entry, lhs, rhs):
         lhs = lhs.unsqueeze(-1)
     if d.expand_rhs:
         rhs = rhs.unsqueeze(-1)
-    out = _planned(d, entry.ugraph, lhs, rhs)[0]
+    out = _planned(d, entry, lhs, rhs)[0]
     return out.squeeze(-1) if d.squeeze_out else out
 
 

@@ -158,6 +158,38 @@ def test_max_min_without_args_write_the_same_output(strategy, idtype):
 
 
 @pytest.mark.parametrize("strategy", STRATEGIES)
+def test_int64_args_of_an_int32_graph(strategy):
+    """arg_dtype int64 on an int32 graph (params.h's arg_bits 64: a DGL graph of int64 ids run on
+    32-bit indices): every max/min op of the switching space, in float32 and float16 (lanes of 4
+    and of 8 args), each at one (g, t) sample (cycling), outputs poisoned, writes the int32 call's
+    output to the bit and its args as int64."""
+    compiled = _ext.compiled_cuda_keys()
+    graph = suite_graph(torch.int32, "cuda", seed=8)
+    gen = torch.Generator().manual_seed(19)
+    samples = itertools.cycle(PARALLEL_SAMPLES)
+    ran, failures = 0, []
+    for dtype in (torch.float32, torch.float16):
+        for case in op_cases():
+            if case.gather_op not in ("max", "min"):
+                continue
+            op = make_op(case, graph, dtype, "cuda", gen)
+            sig, _ = ops.signature(graph, op)
+            g, t = next(samples)
+            pinfo = ParallelInfo(strategy, g, t)
+            if why_not(strategy, sig, graph.num_edges, compiled):
+                continue
+            narrow = ops.prepare(graph, op, pinfo).run()
+            wide = ops.prepare(graph, op, pinfo, arg_dtype=torch.int64).run()
+            ran += 1
+            same = torch.equal(narrow[0], wide[0]) and all(
+                a is None and b is None or (b.dtype == torch.int64 and torch.equal(a.long(), b))
+                for a, b in zip(narrow[1:], wide[1:]))
+            if not same:
+                failures.append(f"{case} {DTYPE_NAMES[dtype]} {pinfo}")
+    assert ran and not failures, f"{len(failures)} of {ran} differ:\n" + "\n".join(failures[:40])
+
+
+@pytest.mark.parametrize("strategy", STRATEGIES)
 def test_zero_edges_and_wide_rows(strategy):
     """Zero edges (every row empty) and a width past one warp's 32 lanes many times (F = 257)."""
     empty = UGraph.from_coo(torch.zeros(0, dtype=torch.long), torch.zeros(0, dtype=torch.long), 5, 9).to("cuda")

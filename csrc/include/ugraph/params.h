@@ -14,7 +14,8 @@
  *   gather max/min: C[v][j] = first msg(p, j) in CSC order that is strictly better than every
  *                  earlier one, starting from reduce_zero(dtype) (DGL's ReduceOp::zero():
  *                  -inf/+inf, or -65504/+65504 for float16). NaN never wins. arg_a/arg_b (when
- *                  not NULL) receive ia(p)/ib(p) of the winner, 0 where nothing won.
+ *                  not NULL) receive ia(p)/ib(p) of the winner, 0 where nothing won (arg_bits
+ *                  wide).
  *   gather mean  : C[v][j] = (gather sum's C[v][j]) / max(1, indptr[v + 1] - indptr[v]), the mean
  *                  of dgl.ops.gspmm, divided in the kernel rather than by a pass over C.
  * Half types accumulate in float32. The core writes every element of C, arg_a and arg_b.
@@ -72,6 +73,9 @@ typedef struct UgParams {
   int64_t a_row_stride, b_row_stride; /* elements between rows; a row's features are contiguous */
   void* arg_a;
   void* arg_b;
+  /* The width of arg_a's and arg_b's elements: 0 or index_bits (the graph's), or 64 on a 32-bit
+   * graph (a DGL graph of int64 ids run on 32-bit indices, whose args DGL reads as int64). */
+  int32_t arg_bits;
   int64_t out_len, a_len, b_len, reduce_size;
   const int64_t* a_off; /* [out_len] or NULL for identity; on the device that runs the op */
   const int64_t* b_off;
