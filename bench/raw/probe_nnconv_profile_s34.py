@@ -4,7 +4,6 @@ bench_kernels timed the same configuration at 2.29 / 2.08 ms on the same graph. 
 milliseconds go? For an int64 and an int32 graph: CUDA-event medians of dgl.ops (plugin on,
 forced configuration) and of the kernel API's plan (no DGL), then the profiler's kernel table."""
 import os
-import statistics
 import sys
 import pathlib
 from unittest import mock
@@ -18,6 +17,7 @@ sys.path[:0] = [str(ROOT), str(ROOT / "scripts")]
 import dgl  # noqa: E402
 import dgl_ugraph  # noqa: E402
 from bench_models import graph_cases, tier_up_now  # noqa: E402
+from cuda_events import median_ms as ms  # noqa: E402
 from dgl_ugraph.core.abstraction import OpInfo, ParallelInfo  # noqa: E402
 from dgl_ugraph.core.graph import UGraph  # noqa: E402
 from dgl_ugraph.selection import policy  # noqa: E402
@@ -28,20 +28,6 @@ src, dst, n = dict(graph_cases(only={"sim-amazon0505"}, standins=["amazon0505"],
 gen = torch.Generator().manual_seed(0)
 x = torch.randn(n, K, 1, generator=gen).cuda()
 w = torch.randn(len(src), K, K, generator=gen).cuda()
-
-
-def ms(fn):
-    for _ in range(3):
-        fn()
-    ts = []
-    for _ in range(15):
-        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        a.record()
-        fn()
-        b.record()
-        b.synchronize()
-        ts.append(a.elapsed_time(b))
-    return statistics.median(ts)
 
 
 def table(fn):

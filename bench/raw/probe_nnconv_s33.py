@@ -3,7 +3,6 @@ u_mul_e with x (N, k, 1) and w (E, k, k) -> (N, k, k), sum and max, through dgl.
 (median of 15 after 3 warm-ups): DGL, the selector's choice, autotuning over the top 40 predicted,
 and forced configurations."""
 import os
-import statistics
 import sys
 import pathlib
 
@@ -15,6 +14,7 @@ sys.path[:0] = [str(ROOT), str(ROOT / "scripts")]
 import dgl  # noqa: E402
 import dgl_ugraph  # noqa: E402
 from bench_models import graph_cases, tier_up_now  # noqa: E402
+from cuda_events import median_ms  # noqa: E402
 
 DEV = "cuda" if torch.cuda.is_available() else "cpu"
 gname = sys.argv[1] if len(sys.argv) > 1 else "sim-amazon0505"
@@ -34,17 +34,7 @@ def ms(fn):
     if DEV != "cuda":
         fn()
         return 0.0
-    for _ in range(3):
-        fn()
-    ts = []
-    for _ in range(15):
-        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        a.record()
-        fn()
-        b.record()
-        b.synchronize()
-        ts.append(a.elapsed_time(b))
-    return statistics.median(ts)
+    return median_ms(fn)
 
 
 def config():
