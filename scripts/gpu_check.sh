@@ -23,6 +23,9 @@ OUT=${OUT:-/tmp/ugraph_out}
 mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1 PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH}
 PY=${PYTHON:-python3}
+# The shared datasets, carried in .gpu-deps/: the suite's real graphs and the models' (the GPU
+# machine has no ../shared).
+export DGL_UGRAPH_DATASETS=${DGL_UGRAPH_DATASETS:-$PWD/.gpu-deps/datasets}
 stages=${*:-build test sanitize bench}
 has() { [[ " $stages " == *" $1 "* ]]; }
 # DGL 2.4's tensor adapter has torch warn "lazyInitCUDA is deprecated" on every call: megabytes of
@@ -141,7 +144,6 @@ if has dgl || has dgl-test || has dgl-bench || has dgl-convs || has dgl-dispatch
   tarball=${DGL_TARBALL:-.gpu-deps/dgl-2.4.0-cuda13-sm90-torch2.11.tar.xz}
   mkdir -p /tmp/dglpkg && tar -xJf "$tarball" -C /tmp/dglpkg || exit 1
   export PYTHONPATH=/tmp/dglpkg:$PYTHONPATH DGLBACKEND=pytorch
-  export DGL_UGRAPH_DATASETS=${DGL_UGRAPH_DATASETS:-$PWD/.gpu-deps/datasets}
   echo "datasets: $(ls "$DGL_UGRAPH_DATASETS"/*.npz 2>/dev/null | wc -l) graphs in $DGL_UGRAPH_DATASETS"
   # A DGL that does not load, or loads without CUDA, would only make the tests skip: stop here.
   $PY -W ignore -c "import dgl, torch; from dgl._ffi import base
