@@ -196,6 +196,8 @@ def main():
         print(f"no such graph here (datasets absent?): {', '.join(missing)}")
     start = time.perf_counter()
     rows = []
+    if args.out:  # rows are added as each case ends, so that a run cut short keeps what it measured
+        write_rows(args.out, [], COLUMNS)
     for gname in (w for w in wanted if w in loaders):
         src, dst, n = loaders[gname]()[:3]
         g = dgl.graph((src, dst), num_nodes=n).to(device)
@@ -204,13 +206,15 @@ def main():
                 print(f"budget of {args.budget_s:g} s spent: {cname} on {gname} and after not run")
                 break
             try:
-                rows += bench(cname, g, gname, args, device_name, sync)
+                case = bench(cname, g, gname, args, device_name, sync)
             except torch.cuda.OutOfMemoryError:
                 print(f"{cname} on {gname}: out of device memory, left out")
+            else:
+                rows += case
+                if args.out:
+                    write_rows(args.out, case, COLUMNS, append=True)
             if device.type == "cuda":
                 torch.cuda.empty_cache()
-    if args.out:
-        write_rows(args.out, rows, COLUMNS)
     if args.md and rows:
         pathlib.Path(args.md).write_text(markdown(rows))
 

@@ -43,3 +43,21 @@ def test_a_run_writes_rows_and_a_summary(monkeypatch, tmp_path):
     run(monkeypatch, "--summarize", f"{out},{later}", "--out", str(merged_csv), "--md", str(merged))
     again = list(csv.DictReader(open(merged_csv)))
     assert len(again) == len(rows) and "| GATConv | 9.50 | 9.50 |" in merged.read_text()
+
+
+def test_a_run_cut_short_keeps_the_cases_it_finished(monkeypatch, tmp_path):
+    """The device tool's time limit kills a run mid-case: the rows of the cases before it stay."""
+    out = tmp_path / "convs.csv"
+    real = bc.bench
+
+    def killed_at_the_second(cname, *rest):
+        if cname == "SAGEConv-pool":
+            raise KeyboardInterrupt  # what a timeout's signal leaves: no code after it runs
+        return real(cname, *rest)
+
+    monkeypatch.setattr(bc, "bench", killed_at_the_second)
+    with pytest.raises(KeyboardInterrupt):
+        run(monkeypatch, "--device", "cpu", "--graphs", "sim-citeseer", "--convs", "GATConv,SAGEConv-pool",
+            "--reps", "1", "--warmup", "0", "--min-s", "0", "--max-reps", "1", "--out", str(out))
+    rows = list(csv.DictReader(open(out)))
+    assert {(r["conv"], r["impl"]) for r in rows} == {("GATConv", "dgl"), ("GATConv", "ugraph")}
