@@ -12,6 +12,7 @@ import dgl.function as fn  # noqa: E402
 from dgl.backend.pytorch import sparse  # noqa: E402
 
 import dgl_ugraph  # noqa: E402
+from dgl_ugraph.core import ops  # noqa: E402
 from dgl_ugraph.dgl import interception  # noqa: E402
 
 pytestmark = pytest.mark.usefixtures("plugin_on")
@@ -130,12 +131,12 @@ def test_a_max_min_no_backward_reads_runs_without_its_args(monkeypatch, message,
     backward."""
     made = []
 
-    def plan(*args, **kwargs):
-        made.append(kwargs.get("args", True))
-        return ops_plan(*args, **kwargs)
+    def prepare(*args, **kwargs):
+        made.append(kwargs["args"])
+        return ops_prepare(*args, **kwargs)
 
-    ops_plan = interception.Plan
-    monkeypatch.setattr(interception, "Plan", plan)
+    ops_prepare = ops.prepare
+    monkeypatch.setattr(ops, "prepare", prepare)
     g = _graph(seed=5)
     x, w = _inputs(g, seed=6)
     g.ndata["x"], g.edata["w"] = x.detach(), w.detach().expand(-1, 4).contiguous()
@@ -161,3 +162,26 @@ def test_a_max_min_no_backward_reads_runs_without_its_args(monkeypatch, message,
         assert (a is None) == (b is None)
         if a is not None:
             torch.testing.assert_close(a, b, rtol=0, atol=0)
+
+
+def test_a_first_call_copies_an_operand_of_scattered_features_once(monkeypatch):
+    """A graph's first call runs the call it prepared: an operand whose features are not
+    contiguous (the gradient of a sum, a scalar expanded) is copied for the kernel once, not once
+    more by the plan it leaves; a repeat call, through the plan, copies its own."""
+    copies = []
+    real = ops._features_contiguous
+
+    def counting(t):
+        out = real(t)
+        if out.data_ptr() != t.data_ptr():
+            copies.append(tuple(t.shape))
+        return out
+
+    monkeypatch.setattr(ops, "_features_contiguous", counting)
+    g = _graph(seed=5)
+    x = torch.tensor(1.5).expand(g.num_nodes(), 4)
+    with dgl_ugraph.disabled():
+        want = dgl.ops.copy_u_sum(g, x)
+    assert torch.equal(dgl.ops.copy_u_sum(g, x), want) and len(copies) == 1
+    assert torch.equal(dgl.ops.copy_u_sum(g, x), want) and len(copies) == 2
+    assert dgl_ugraph.stats()["fallback"] == 0

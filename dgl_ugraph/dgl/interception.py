@@ -31,6 +31,7 @@ import warnings
 
 import torch
 
+from dgl_ugraph.core import ops
 from dgl_ugraph.core.ops import Plan, edge_softmax
 from dgl_ugraph.dgl import degrees, indexes, mean, patterns
 from dgl_ugraph.dgl.recognition import (Decision, after_failure, count_fallback, decision_for, make_op_info, meta,
@@ -203,8 +204,14 @@ def _planned(d: Decision, entry, lhs, rhs, args=True):
     """The decision's kernel call: planned by its first call, each later one reusing the plan.
     Max/min's args come in DGL's index type (cache.GraphEntry.idtype)."""
     if d.plan is None:
-        d.plan = Plan(entry.ugraph, make_op_info(d.pattern, lhs, rhs), d.choice.parallel_info if d.choice else None,
-                      args=args, arg_dtype=entry.idtype)
+        op_info = make_op_info(d.pattern, lhs, rhs)
+        first = ops.prepare(entry.ugraph, op_info, d.choice.parallel_info if d.choice else None, args=args,
+                            arg_dtype=entry.idtype)
+        d.plan = Plan(entry.ugraph, op_info, first=first)
+        # The first call runs what it prepared: its outputs, and its copy of an operand whose
+        # features are not contiguous (a gradient expanded from a sum), made once, not again by
+        # the plan. Every call of a graph seen once (a sampled block) is such a first call.
+        return first.run()
     return d.plan.run(lhs, rhs)  # the plan reads only the operands its pattern uses
 
 
