@@ -296,21 +296,62 @@ def test_dst_output_beyond_2_to_the_31_elements_with_int32_indices(strategy):
         del c
 
 
-@pytest.mark.skipif(os.environ.get("DGL_UGRAPH_GPU_HUGE") != "1", reason="set DGL_UGRAPH_GPU_HUGE=1 (~60 GB)")
-def test_more_than_2_to_the_31_edges_needs_int64():
-    """E = 2^31 + 7 edges: an int32 graph cannot exist (the core refuses index_bits 32); int64 runs."""
+@pytest.fixture(scope="module")
+def huge_graph():
+    """E = 2^31 + 7 edges on 2^20 destination rows of 2,048 (the last one 2,055), int64 indices,
+    with sources spread over every node, and integer-valued features (0-7): every row's sum is
+    exact in float32, so the kernels must match the reference bit for bit."""
     e, n = 2 ** 31 + 7, 1 << 20
-    dst = torch.arange(e, device="cuda", dtype=torch.int64) % n
-    src = (dst * 7 + 3) % n
-    indptr = torch.arange(0, n + 1, device="cuda", dtype=torch.int64) * (e // n)
+    per_row = e // n
+    indptr = torch.arange(0, n + 1, device="cuda", dtype=torch.int64) * per_row
     indptr[-1] = e
-    del dst
-    order_dst = torch.repeat_interleave(torch.arange(n, device="cuda"), indptr.diff())
-    graph = UGraph(n, n, indptr, src, order_dst, None)
-    x = torch.ones(n, 1, device="cuda")
-    c = ugrapher(graph, OpInfo("copy_lhs", "sum", x, "src", None, "null", "dst"))[0]
-    torch.cuda.synchronize()
-    assert torch.equal(c.squeeze(1).long(), indptr.diff())
+    pos = torch.arange(e, device="cuda", dtype=torch.int64)
+    col = (pos * 7919 + 3) % n
+    del pos
+    row = torch.repeat_interleave(torch.arange(n, device="cuda"), indptr.diff(), output_size=e)
+    graph = UGraph(n, n, indptr, col, row, None)
+    gen = torch.Generator(device="cuda").manual_seed(11)
+    x = torch.randint(0, 8, (n, 2), device="cuda", generator=gen).to(torch.float32)
+    yield graph, x
+    del graph, col, row
+    torch.cuda.empty_cache()
+
+
+def _huge_reference(graph: UGraph, x: torch.Tensor, gather: str) -> torch.Tensor:
+    """Each row's sum or max over its positions, in chunks of 2^27 positions (float64)."""
+    out = torch.full((graph.num_dst, x.shape[1]), float("-inf") if gather == "max" else 0.0, dtype=torch.float64,
+                     device="cuda")
+    step = 1 << 27
+    for p0 in range(0, graph.num_edges, step):
+        p1 = min(p0 + step, graph.num_edges)
+        vals = x[graph.col[p0:p1]].double()
+        idx = graph.row[p0:p1]
+        if gather == "max":
+            out.index_reduce_(0, idx, vals, "amax")
+        else:
+            out.index_add_(0, idx, vals)
+    return out
+
+
+@pytest.mark.skipif(os.environ.get("DGL_UGRAPH_GPU_HUGE") != "1", reason="set DGL_UGRAPH_GPU_HUGE=1 (~60 GB)")
+@pytest.mark.parametrize("gather", ["sum", "max"])
+@pytest.mark.parametrize("strategy", STRATEGIES)
+def test_more_than_2_to_the_31_edges_needs_int64(huge_graph, strategy, gather):
+    """E = 2^31 + 7 edges: an int32 graph cannot exist (the core refuses index_bits 32); int64 runs
+    on every strategy, and every row's sum and max equal the reference; max's arg names a source
+    whose features are the maximum."""
+    graph, x = huge_graph
+    op = OpInfo("copy_lhs", gather, x, "src", None, "null", "dst")
+    if why_not(strategy, ops.signature(graph, op)[0], graph.num_edges, _ext.compiled_cuda_keys()):
+        pytest.skip(f"{strategy} cannot run it")
+    ref = _huge_reference(graph, x, gather)
+    for _ in range(2):  # twice: a result that moves between runs is a race
+        c, arg, _ = ugrapher(graph, op, ParallelInfo(strategy, 4, 1))
+        torch.cuda.synchronize()
+        assert torch.equal(c.double(), ref)
+        if gather == "max":
+            assert arg.dtype == torch.int64 and torch.equal(x.gather(0, arg), c)
+        del c, arg
 
 
 # ---- deterministic mode on the device --------------------------------------------------------------------
