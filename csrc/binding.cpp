@@ -13,7 +13,6 @@
 #include "forest.h"
 #include "cpu/softmax.h"
 #ifdef UGRAPH_WITH_CUDA
-#include "cuda/edge_order_sum.h"
 #include "cuda/softmax.h"
 #endif
 #include "ugraph/api.h"
@@ -279,11 +278,6 @@ PYBIND11_MODULE(_C, m) {
   m.def("run_cuda", [](const UgParams& p, uintptr_t stream) {
     int status = ug_cuda_run(&p, reinterpret_cast<void*>(stream));
     raise_on(status, "ug_cuda_run", status == UG_OK ? "" : ug_cuda_last_error());
-  });
-  // Session 36's probe (cuda/edge_order_sum.h): params whose col and row are in edge-id order.
-  m.def("run_cuda_edge_order_sum", [](const UgParams& p, uintptr_t stream) {
-    int status = ug_cuda_run_edge_order_sum(&p, reinterpret_cast<void*>(stream));
-    raise_on(status, "ug_cuda_run_edge_order_sum", status == UG_OK ? "" : ug_cuda_last_error());
   });
   if (PyModule_AddFunctions(m.ptr(), kFastCalls) != 0) throw py::error_already_set();
   m.def("cuda_workspace_bytes", [](const UgParams& p) { return ug_cuda_workspace_bytes(&p); });

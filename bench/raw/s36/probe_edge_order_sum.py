@@ -1,5 +1,6 @@
 """Session 36: does an aggregation that walks the edges in edge-id order pay where an edge operand
-is gathered through scattered edge ids? (csrc/cuda/edge_order_sum.cu, a probe, not a strategy.)
+is gathered through scattered edge ids? Rejected: the kernel (csrc/cuda/edge_order_sum.cu and its
+binding) is in edge_order_sum.patch beside this script, not in the tree; apply it to run this.
 
 The team strategies walk positions in CSC order and read an edge operand B at eid[p]: where edge
 ids are scattered (the stand-ins number them at random, as users build graphs) and B outgrows L2,
@@ -18,6 +19,7 @@ replay (bench_kernels.replay_ms) in two rounds of alternating order; medians. Ev
 output is checked against the selector's (float32: 2e-5 of the row's largest magnitude), twice
 into outputs poisoned with NaN; then a float64 check against torch's index_add on two graphs.
 
+    git apply bench/raw/s36/edge_order_sum.patch && make cuda-lib   # then, on the GPU machine:
     python bench/raw/s36/probe_edge_order_sum.py [--out edge_order_sum.csv] [--graphs a,b]
 """
 from __future__ import annotations
