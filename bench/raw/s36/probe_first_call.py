@@ -12,14 +12,17 @@ Per fresh block, the device synchronized around each phase (wall microseconds, m
   and on other fresh blocks, ours by phase: csc (DGL's CSC, as dgl_csc), ugraph (our UGraph from
   it: cache._build), stats (the degree statistics: a wait for the device), choose (selection),
   prepare (ops.prepare), plan (Plan(first=...)), run (the prepared call's launch).
-Then the device synchronizations in one first call (torch's sync debug mode, warnings counted).
+Then the device synchronizations in one first call (torch's sync debug mode, warnings counted),
+and with --profile, cProfile over the plugin's first calls on 24 more fresh blocks.
 
     python bench/raw/s36/probe_first_call.py       (CUDA DGL on PYTHONPATH)
 """
 from __future__ import annotations
 
+import cProfile
 import os
 import pathlib
+import pstats
 import statistics
 import sys
 import time
@@ -117,6 +120,20 @@ def main():
     for s in syncs[:2]:
         for line in s:
             print("  ", line)
+    if "--profile" in sys.argv:
+        fresh = [b for _, _, bl in bm.sample(g, seeds, 8, 1024, torch.device("cuda"), 3) for b in bl]
+        feats = [torch.randn(b.num_src_nodes(), F, device="cuda") for b in fresh]
+        torch.cuda.synchronize()
+        prof = cProfile.Profile()
+        prof.enable()
+        for b, x in zip(fresh, feats):
+            sparse._gspmm(b._graph, "copy_lhs", "sum", x, None)
+        torch.cuda.synchronize()
+        prof.disable()
+        print(f"cProfile over {len(fresh)} first calls:")
+        stats = pstats.Stats(prof).strip_dirs()
+        stats.sort_stats("cumulative").print_stats(30)
+        stats.sort_stats("tottime").print_stats(25)
 
 
 if __name__ == "__main__":
