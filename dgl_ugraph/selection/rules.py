@@ -19,27 +19,35 @@ def team_lanes(sig: Signature) -> int:
 
 
 def heuristic(sig: Signature, stats: DegreeStats, allowed: List[str]) -> ParallelInfo:
-    """The rule that serves when no learned model fits, read off the H100 searches of the team
-    kernels (bench/kernels.csv); the first strategy of the preferred order that `allowed` holds
-    wins.
-    - Every op but dot runs on the warp strategies' teams (csrc/cuda/team.cuh): lanes sized to
-      the row, 16-byte accesses, several edges in flight. Aggregation takes warp_vertex (no
-      atomics), 4 rows per team (within 1.01x of the best grouping, geomean over the H100
-      searches of bench/kernels_search*.csv.gz at F >= 32), unless the longest row would
-      outlast everything else: one team walks it alone while the rest of the graph is shared
-      among all resident teams, so warp_edge (a fixed run of positions per team: 16 for teams
-      of up to 4 lanes or shares under 64 edges, else 64) wins once the longest row exceeds
-      `_SKEW` times a team's share of the edges (4 for sums; 10 for max/min, whose warp_edge
-      pays packed-key atomics and a decoding pass). Message creation takes warp_edge, 2 positions
-      per team: 0.80 of the best configuration (geomean over the 972 message-creation cases of the
-      H100 collection, data/predictor/h100-eabf9e8), where 16 positions gave 0.51 and left small
-      graphs kernel-bound (u_add_v on a cora-sized graph: 25 us against 8). Tiles: one per slab of
-      32 lanes x 16 bytes, so a wide row spreads over as many teams.
+    """The rule that serves when no learned model fits (a GPU outside the H100/H200 family, unless
+    `python -m dgl_ugraph tune` trained one for it), read off the collection the model is trained
+    on (data/predictor/: 4,922 cases of the team kernels on 105 graphs, H100 and H200); the first
+    strategy of the preferred order that `allowed` holds wins. Against the grid search's best,
+    geomean (10th percentile): 0.918 (0.77), H100 0.922 and H200 0.890, where the rule before this
+    one (session 36) read 0.761 (0.51), 0.759 and 0.777; `tests/test_rules.py` holds it there.
+    - Aggregation (every op but dot) runs on the warp strategies' teams (csrc/cuda/team.cuh):
+      lanes sized to the row, 16-byte accesses, several edges in flight. warp_vertex (no atomics),
+      one destination row a team: 0.89 of the best on rows of up to 64 bytes, where four rows a
+      team (the rule before) gave 0.61, as a team per row spreads a small graph's loads over the
+      GPU. Where the graph has ROWS_PER_TEAM rows or more for every resident team, 2 rows a team
+      (4 on rows past 64 bytes), which keeps the graphs of over 1M edges at 0.93-0.94.
+      Unless the longest row would outlast everything else: one team walks it alone while the
+      rest of the graph is shared among all resident teams, so warp_edge (a fixed run of
+      positions a team: 8 on rows of up to 64 bytes; else 16, or 64 where a team's share passes
+      64 edges) wins once the longest row exceeds `_SKEW` times a team's share of the edges (4 for
+      sums; 10 for max/min, whose warp_edge pays packed-key atomics and a decoding pass).
+    - Message creation (every op but dot): rows of up to NARROW_MESSAGE_BYTES (GAT's scores, a
+      few heads a row) go one thread per position, two positions a thread and a thread per
+      element up to 4 (thread_edge:2:min(4, row)): 0.94 of the best, where warp_edge's teams of a
+      lane or two gave 0.80; wider rows warp_edge, 4 positions a team: 0.90, where 2 gave 0.81
+      and 16 left small graphs kernel-bound (u_add_v on a cora-sized graph: 25 us against 8).
+    - Tiles: one per slab of 32 lanes x 16 bytes, so a wide row spreads over as many teams.
     - A dot message, read off the H200 collection of the team dot kernels
       (data/predictor/h200-7da5efe, 233 cases): over 32 or more products, warp_edge teams of 8
       positions (0.90 of the best configuration, geomean over 129 cases; the rule before, 16
       positions, 0.86); over fewer, one thread per position and 4 tiles (0.84 over 104)."""
     slabs = max(1, min(64, -(-sig.out_len * DTYPE_BYTES[sig.dtype] // (32 * 16))))
+    row_bytes = sig.out_len * DTYPE_BYTES[sig.dtype]
     if sig.edge_op == "dot":
         if sig.reduce_size >= 32:
             order, grouping, tiling = ["warp_edge", "thread_edge", "warp_vertex", "thread_vertex"], 8, 1
@@ -50,8 +58,10 @@ def heuristic(sig: Signature, stats: DegreeStats, allowed: List[str]) -> Paralle
             tiling = min(tiling, max(1, -(-sig.out_len // 32)))
         return ParallelInfo(strategy, grouping, max(1, min(tiling, 64)))
     if sig.gather_op == "none":
+        if row_bytes <= NARROW_MESSAGE_BYTES and "thread_edge" in allowed:
+            return ParallelInfo("thread_edge", 2, max(1, min(4, sig.out_len)))
         order = ["warp_edge", "warp_vertex", "thread_edge", "thread_vertex"]
-        return ParallelInfo(next(s for s in order if s in allowed), 2, slabs)
+        return ParallelInfo(next(s for s in order if s in allowed), 4, slabs)
     lanes = team_lanes(sig)
     resident_teams = RESIDENT_WARPS * (32 // lanes) / slabs
     share = stats.edges / resident_teams
@@ -60,9 +70,19 @@ def heuristic(sig: Signature, stats: DegreeStats, allowed: List[str]) -> Paralle
     order = ["warp_edge", "warp_vertex", "thread_edge", "thread_vertex"] if skewed else \
         ["warp_vertex", "warp_edge", "thread_vertex", "thread_edge"]
     strategy = next(s for s in order if s in allowed)
-    grouping = (16 if lanes <= 4 or share < 64 else 64) if strategy == "warp_edge" else 4
+    if strategy == "warp_edge":
+        grouping = 8 if row_bytes <= 64 else 16 if share < 64 else 64
+    else:
+        rows = stats.edges / stats.mean if stats.mean > 0 else 0.0
+        grouping = (4 if row_bytes > 64 else 2) if rows >= ROWS_PER_TEAM * resident_teams else 1
     return ParallelInfo(strategy, grouping, slabs)
 
+
+# Message rows of at most this many bytes go one thread per position (heuristic).
+NARROW_MESSAGE_BYTES = 32
+# Destination rows per resident team from which warp_vertex takes several rows a team
+# (heuristic): the geomean over the collection moves by under 1% from 2 to 16.
+ROWS_PER_TEAM = 4
 
 # Warps an H100 keeps resident when the team kernels run at half occupancy (132 SMs x 32): with
 # the lanes per team, how many teams share the edges at once.
