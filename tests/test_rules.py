@@ -144,6 +144,9 @@ def test_heuristic_aggregates_a_row_a_team_and_more_on_large_graphs():
 
 def test_heuristic_splits_a_skewed_graph_by_positions():
     assert heuristic(sig(out_len=16), SKEWED, list(STRATEGIES)) == ParallelInfo("warp_edge", 8, 1)
+    # max/min: 8 positions on rows of up to 32 bytes, 16 above (their split rows' key atomics).
+    assert heuristic(sig(gather_op="max", out_len=8), SKEWED, list(STRATEGIES)) == ParallelInfo("warp_edge", 8, 1)
+    assert heuristic(sig(gather_op="max", out_len=16), SKEWED, list(STRATEGIES)) == ParallelInfo("warp_edge", 16, 1)
     # Rows past 64 bytes: 16 positions a team, 64 where a team's share passes 64 edges (squirrel's
     # 217K edges over 2,112 resident teams of 32 lanes, two slabs a row: 103).
     small = DegreeStats(2.0, 50.0, 5_000, 0, 50_000)

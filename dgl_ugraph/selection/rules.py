@@ -21,7 +21,7 @@ def team_lanes(sig: Signature) -> int:
 def heuristic(sig: Signature, stats: DegreeStats, allowed: List[str]) -> ParallelInfo:
     """The rule that serves when no learned model fits (a GPU outside the H100/H200 family, unless
     `python -m dgl_ugraph tune` trained one for it), read off the collection the model is trained
-    on (data/predictor/: 4,922 cases of the team kernels on 105 graphs, H100 and H200); the first
+    on (data/predictor/: 4,922 cases of the team kernels on 108 graphs, H100 and H200); the first
     strategy of the preferred order that `allowed` holds wins. Against the grid search's best,
     geomean (10th percentile): 0.918 (0.77), H100 0.922 and H200 0.890, where the rule before this
     one (session 36) read 0.761 (0.51), 0.759 and 0.777; `tests/test_rules.py` holds it there.
@@ -33,9 +33,12 @@ def heuristic(sig: Signature, stats: DegreeStats, allowed: List[str]) -> Paralle
       (4 on rows past 64 bytes), which keeps the graphs of over 1M edges at 0.93-0.94.
       Unless the longest row would outlast everything else: one team walks it alone while the
       rest of the graph is shared among all resident teams, so warp_edge (a fixed run of
-      positions a team: 8 on rows of up to 64 bytes; else 16, or 64 where a team's share passes
-      64 edges) wins once the longest row exceeds `_SKEW` times a team's share of the edges (4 for
-      sums; 10 for max/min, whose warp_edge pays packed-key atomics and a decoding pass).
+      positions a team: 8 on rows of up to 64 bytes, up to 32 for max/min, whose split rows pay
+      packed-key atomics; else 16, or 64 where a team's share passes 64 edges on rows past 64
+      bytes) wins once the longest row exceeds `_SKEW` times a team's share of the edges (4 for
+      sums; 10 for max/min, whose warp_edge also pays a decoding pass). On the H200's suite
+      (bench/raw/s36/heuristic_suite.*, fresh timings of 405 cases) this rule ran at 0.97 of the
+      shipped model's speed, and 1.08x the rule before it.
     - Message creation (every op but dot): rows of up to NARROW_MESSAGE_BYTES (GAT's scores, a
       few heads a row) go one thread per position, two positions a thread and a thread per
       element up to 4 (thread_edge:2:min(4, row)): 0.94 of the best, where warp_edge's teams of a
@@ -71,7 +74,8 @@ def heuristic(sig: Signature, stats: DegreeStats, allowed: List[str]) -> Paralle
         ["warp_vertex", "warp_edge", "thread_vertex", "thread_edge"]
     strategy = next(s for s in order if s in allowed)
     if strategy == "warp_edge":
-        grouping = 8 if row_bytes <= 64 else 16 if share < 64 else 64
+        narrow = row_bytes <= (32 if sig.gather_op in ("max", "min") else 64)
+        grouping = 8 if narrow else 16 if share < 64 or row_bytes <= 64 else 64
     else:
         rows = stats.edges / stats.mean if stats.mean > 0 else 0.0
         grouping = (4 if row_bytes > 64 else 2) if rows >= ROWS_PER_TEAM * resident_teams else 1
