@@ -1,8 +1,9 @@
 """Session 36: the refit heuristic on the GPU, against the rule before it (00bebbe) and the shipped
 model, in one run on fresh timings: the suite's stand-ins (bench_kernels.py's graphs) and operators
 at F = 16, 64 and 256 in float32, each case's three configurations timed by the core's loop
-(bench_kernels.FINAL_POLICY, alternating as one batch). The collection the heuristic was refit on
-holds other runs of most of these graphs; what this adds is the suite's own cases, timed now.
+(bench_kernels.FINAL_POLICY, alternating as one batch); on a GPU without a model (or with
+DGL_UGRAPH_PREDICTOR=0), the two rules alone. The collection the heuristic was refit on holds other
+runs of most of these graphs; what this adds is the suite's own cases, timed now.
 
     PYTHONPATH=. python bench/raw/s36/heuristic_suite.py --out heuristic_suite.csv [--before rules_00bebbe.py]
 """
@@ -57,9 +58,9 @@ def main():
     before = old_heuristic(args.before)
     gen = torch.Generator(device="cuda").manual_seed(0)
     dev = predictor.device_info(torch.device("cuda"))
-    model = predictor.load(dev.family)
-    assert model is not None, "no shipped model for this GPU"
-    speed = {"heuristic": [], "before": []}
+    model = predictor.load(dev.family)  # None on a GPU without one: the two rules alone
+    base = "model" if model is not None else "before"
+    speed = {"heuristic": []} if model is None else {"heuristic": [], "before": []}
     t0 = time.time()
     with open(args.out, "w", newline="") as fh:
         out = csv.DictWriter(fh, FIELDS)
@@ -76,7 +77,9 @@ def main():
                     op = make_inputs(name, graph, f, torch.float32, gen)
                     sig = ops.signature(graph, op)[0]
                     allowed = rules.steady(candidates(sig, graph.num_edges, _ext.compiled_cuda_keys()), graph.stats)
-                    picks = {"model": policy.with_l2_tiling(model.choose(case, sig, dev, allowed), graph, sig, dev)}
+                    picks = {}
+                    if model is not None:
+                        picks["model"] = policy.with_l2_tiling(model.choose(case, sig, dev, allowed), graph, sig, dev)
                     for rule, fn in (("heuristic", rules.heuristic), ("before", before)):
                         picks[rule] = policy.with_l2_tiling(fn(sig, graph.stats, allowed), graph, sig, dev)
                     configs = list(dict.fromkeys(picks.values()))
@@ -86,11 +89,11 @@ def main():
                         out.writerow(dict(graph=spec.name, E=graph.num_edges, op=name, F=f, rule=rule, config=str(c),
                                           ms=round(ms.get(c, math.nan), 5)))
                     for rule in speed:
-                        if picks[rule] in ms and picks["model"] in ms:
-                            speed[rule].append(ms[picks["model"]] / ms[picks[rule]])
+                        if picks[rule] in ms and picks[base] in ms:
+                            speed[rule].append(ms[picks[base]] / ms[picks[rule]])
                     fh.flush()
                     del runner, op
-            print(f"{spec.name}: {len(speed['heuristic'])} cases so far; model time / rule time, geomean: "
+            print(f"{spec.name}: {len(speed['heuristic'])} cases so far; {base} time / rule time, geomean: "
                   + ", ".join(f"{k} {math.exp(statistics.fmean(math.log(x) for x in v)):.3f}" for k, v in speed.items()),
                   flush=True)
             del graph
