@@ -25,7 +25,6 @@ import pathlib
 import pstats
 import statistics
 import sys
-import time
 import warnings
 
 os.environ["DGL_UGRAPH_TIER_UP"] = "0"
@@ -33,38 +32,23 @@ os.environ["DGL_UGRAPH_TIER_UP"] = "0"
 import torch  # noqa: E402
 
 ROOT = pathlib.Path(__file__).resolve().parents[3]
-sys.path[:0] = [str(ROOT), str(ROOT / "scripts")]
+sys.path[:0] = [str(ROOT), str(ROOT / "scripts"), str(ROOT / "bench" / "raw")]
 
 import dgl  # noqa: E402
 from dgl.backend.pytorch import sparse  # noqa: E402
 
-import bench_minibatch as bm  # noqa: E402
 import dgl_ugraph  # noqa: E402
 from dgl_ugraph.core import ops  # noqa: E402
-from dgl_ugraph.core.abstraction import OpInfo  # noqa: E402
 from dgl_ugraph.dgl import cache  # noqa: E402
-from dgl_ugraph.selection.policy import choose_for  # noqa: E402
-from dgl_ugraph.tuning import graph_suite as gs  # noqa: E402
+from probe_new_graph_s32 import ppi_on_gpu, sampled_blocks, stats_and_choice, timed  # noqa: E402
 
 F = 256
 PHASES = ("dgl", "dgl_csc", "dgl_call", "ours", "csc", "ugraph", "stats", "choose", "prepare", "plan", "run")
 
 
-def timed(fn):
-    torch.cuda.synchronize()
-    t0 = time.perf_counter()
-    out = fn()
-    torch.cuda.synchronize()
-    return (time.perf_counter() - t0) * 1e6, out
-
-
 def main():
-    spec = {s.name: s for s in gs.PAPER_STANDINS}["ppi"]
-    src, dst, n = gs.make(spec)
-    g = dgl.graph((src, dst), num_nodes=n).to("cuda")
-    seeds = torch.randperm(n)[:40000].cuda()
-    batches = bm.sample(g, seeds, 36, 1024, torch.device("cuda"), 1)
-    blocks = [b for _, _, bl in batches for b in bl]
+    g, seeds = ppi_on_gpu()
+    blocks = sampled_blocks(g, seeds, 36, 1)
     dgl_ugraph.enable()
     t = {k: [] for k in PHASES}
     syncs = []
@@ -90,16 +74,13 @@ def main():
             us, entry = timed(lambda: cache._build(arrays, num_src, key))
             t["ugraph"].append(us)
             ug = entry.ugraph
-            t["stats"].append(timed(lambda: ug.stats)[0])
-            op = OpInfo("copy_lhs", "sum", x, "src", None, "null", "dst")
-            us, choice = timed(lambda: choose_for(ug, op))
-            t["choose"].append(us)
+            op, choice = stats_and_choice(t, ug, x)
             us, prep = timed(lambda: ops.prepare(ug, op, choice.parallel_info))
             t["prepare"].append(us)
             t["plan"].append(timed(lambda: ops.Plan(ug, op, first=prep))[0])
             t["run"].append(timed(prep.run)[0])
     # The synchronizations of one first call, on fresh blocks of another sample.
-    more = [b for _, _, bl in bm.sample(g, seeds, 4, 1024, torch.device("cuda"), 2) for b in bl]
+    more = sampled_blocks(g, seeds, 4, 2)
     for b in more:
         x = torch.randn(b.num_src_nodes(), F, device="cuda")
         torch.cuda.synchronize()
@@ -121,7 +102,7 @@ def main():
         for line in s:
             print("  ", line)
     if "--profile" in sys.argv:
-        fresh = [b for _, _, bl in bm.sample(g, seeds, 8, 1024, torch.device("cuda"), 3) for b in bl]
+        fresh = sampled_blocks(g, seeds, 8, 3)
         feats = [torch.randn(b.num_src_nodes(), F, device="cuda") for b in fresh]
         torch.cuda.synchronize()
         prof = cProfile.Profile()
