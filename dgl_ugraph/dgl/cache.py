@@ -56,6 +56,7 @@ _recent: "OrderedDict[tuple, GraphEntry]" = OrderedDict()
 _by_arrays: "weakref.WeakValueDictionary[tuple, GraphEntry]" = weakref.WeakValueDictionary()
 _calls: Dict[int, list] = {}  # id(gidx) -> [weak reference, calls so far]: warming's counts
 _roots: Dict[int, tuple] = {}  # id(derived gidx) -> (weak reference to it, weak reference to its root)
+_reversed: Dict[int, tuple] = {}  # id(reverse gidx) -> (weak reference to it, weak reference to the gidx it reverses)
 TIERED = sys.maxsize  # warming's count of a graph that has tiered up
 _lock = threading.Lock()
 
@@ -134,10 +135,6 @@ def _graph_key(arrays, num_src: int, num_dst: int) -> tuple:
     return (num_src, num_dst, _address(indptr), _address(indices), _address(eids))
 
 
-def _created_formats(gidx) -> frozenset:
-    return frozenset(str(f) for f in _dgl_api("_CAPI_DGLHeteroGetCreatedFormats")(gidx))
-
-
 def index_dtype(idtype: torch.dtype, device: torch.device, num_src: int, num_dst: int, num_edges: int) -> torch.dtype:
     """The UGraph's index type for a DGL graph of `idtype` (NARROW_DEVICES)."""
     if idtype == torch.int64 and device.type in NARROW_DEVICES and max(num_src, num_dst, num_edges) < NARROW_LIMIT:
@@ -170,13 +167,24 @@ def _resolve(gidx) -> Union[GraphEntry, str]:
         return entry
     entry = _build(csc, num_src, key)
     _by_arrays[key] = entry
-    if "csr" in _created_formats(gidx):
-        # A reverse graph's out-CSR is its forward graph's in-CSR (CSC), shared, not copied: the
-        # forward graph's entry owns this one, so it outlives the gidx objects reverse() makes.
-        forward = _by_arrays.get(_graph_key(_adjacency(gidx, False), num_dst, num_src))
-        if forward is not None:
-            forward.reverse = entry
+    # A reverse graph's out-CSR is its forward graph's in-CSR (CSC), shared, not copied: the
+    # forward graph's entry owns this one, so it outlives the gidx objects reverse() makes.
+    forward = _forward_entry(gidx)
+    if forward is not None:
+        forward.reverse = entry
     return entry
+
+
+def _forward_entry(gidx) -> Optional[GraphEntry]:
+    """The entry of the graph index that `gidx` reverses, where `gidx` came from its reverse()
+    while the plugin was on (as every backward pass's does: `derived`) and that index has an entry.
+    Asking DGL instead (which formats the graph has, then its CSR) took 12-16 of a new graph's 19
+    calls into DGL's C API (0.17 ms on the GPU machine's host; bench/NOTES.md, session 36)."""
+    slot = _reversed.get(id(gidx))
+    if slot is None or slot[0]() is not gidx:
+        return None
+    parent = slot[1]()
+    return seen(parent) if parent is not None else None
 
 
 @contextlib.contextmanager
@@ -205,13 +213,16 @@ def forget_slot(table: dict, key: int):
     return callback
 
 
-def derived(child, parent) -> None:
-    """Records that the index `child` derives from `parent` (its relation graph or its reverse,
-    as `indexes` answers them): `warming` counts their calls together, on their root index. DGL
-    makes such indexes anew whenever they are not cached (a plugin turned off and on again drops
-    `indexes`' answers), where the user's graph index stays."""
+def derived(child, parent, reverse: bool = False) -> None:
+    """Records that the index `child` derives from `parent` (its relation graph or, with
+    `reverse`, its reverse, as `indexes` answers them): `warming` counts their calls together, on
+    their root index, and a reverse's entry goes to its parent's (`_forward_entry`). DGL makes such
+    indexes anew whenever they are not cached (a plugin turned off and on again drops `indexes`'
+    answers), where the user's graph index stays."""
     root = _root(parent)
     _roots[id(child)] = (weakref.ref(child, forget_slot(_roots, id(child))), weakref.ref(root))
+    if reverse:
+        _reversed[id(child)] = (weakref.ref(child, forget_slot(_reversed, id(child))), weakref.ref(parent))
 
 
 def _root(gidx):
@@ -278,3 +289,4 @@ def clear():
         _by_arrays.clear()
         _calls.clear()
         _roots.clear()
+        _reversed.clear()

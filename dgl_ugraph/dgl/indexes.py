@@ -69,7 +69,7 @@ def _ask(self, answers, key, query, args):
     value = query(self, *args)
     answers[key] = (epoch, value)
     if key[1] in _DERIVING:
-        cache.derived(value, self)
+        cache.derived(value, self, reverse=key[1] == "reverse")
     slot = _holders.get(id(self))
     if slot is None or slot[0]() is not self:
         with _lock:
