@@ -39,7 +39,6 @@ sys.path.insert(0, str(ROOT))
 
 from dgl_ugraph.tuning import calls, shards, training  # noqa: E402
 from dgl_ugraph.core.abstraction import STRATEGIES, ParallelInfo  # noqa: E402
-from dgl_ugraph.core.graph import DegreeStats  # noqa: E402
 from dgl_ugraph.selection import predictor, rules  # noqa: E402
 
 ACCEPT_GEOMEAN, ACCEPT_P10 = 0.95, 0.8
@@ -66,11 +65,8 @@ def fixed_time(c: ParallelInfo, case: training.Case, times: dict):
 
 def heuristic_config(case: training.Case) -> ParallelInfo:
     """The hand-written rule's choice for a case, from the degree statistics the case row keeps."""
-    r = case.row
     _, sig, _ = case.info()
-    stats = DegreeStats(float(r["mean_deg"]), float(r["std_deg"]), int(r["max_deg"]), int(r["empty_rows"]),
-                        int(r["num_edges"]))
-    return rules.heuristic(sig, stats, case.allowed())
+    return rules.heuristic(sig, case.stats(), case.allowed())
 
 
 def best_fixed(cases, table) -> ParallelInfo:
@@ -99,8 +95,7 @@ def decision_times_us(model, cases, reps: int = 20):
         samples = []
         for _ in range(reps):
             t = time.perf_counter()
-            configs, cost = model.scores(info.rounded(), sig, dev, allowed)
-            _ = configs[int(np.argmin(cost))]
+            model.pick(info.rounded(), sig, dev, allowed)
             samples.append((time.perf_counter() - t) * 1e6)
         out.append(statistics.median(samples))
     return out

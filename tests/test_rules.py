@@ -178,12 +178,10 @@ def test_heuristic_over_the_collection():
     assert len(cases) > 4000
     logs = []
     for case in cases:
-        r = case.row
         _, s, _ = case.info()
-        stats = DegreeStats(float(r["mean_deg"]), float(r["std_deg"]), int(r["max_deg"]), int(r["empty_rows"]),
-                            int(r["num_edges"]))
-        ms = dict(zip(case.configs, case.ms)).get(heuristic(s, stats, case.allowed()))
-        assert ms is not None, f"the heuristic chose a configuration the grid does not hold: {r['graph']} {r['call']}"
+        ms = dict(zip(case.configs, case.ms)).get(heuristic(s, case.stats(), case.allowed()))
+        assert ms is not None, ("the heuristic chose a configuration the grid does not hold: "
+                                f"{case.row['graph']} {case.row['call']}")
         logs.append(math.log(case.best_ms / ms))
     logs.sort()
     assert math.exp(sum(logs) / len(logs)) >= 0.91

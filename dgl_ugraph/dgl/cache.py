@@ -180,10 +180,7 @@ def _forward_entry(gidx) -> Optional[GraphEntry]:
     while the plugin was on (as every backward pass's does: `derived`) and that index has an entry.
     Asking DGL instead (which formats the graph has, then its CSR) took 12-16 of a new graph's 19
     calls into DGL's C API (0.17 ms on the GPU machine's host; bench/NOTES.md, session 36)."""
-    slot = _reversed.get(id(gidx))
-    if slot is None or slot[0]() is not gidx:
-        return None
-    parent = slot[1]()
+    parent = _linked(_reversed, gidx)
     return seen(parent) if parent is not None else None
 
 
@@ -225,13 +222,15 @@ def derived(child, parent, reverse: bool = False) -> None:
         _reversed[id(child)] = (weakref.ref(child, forget_slot(_reversed, id(child))), weakref.ref(parent))
 
 
+def _linked(table: dict, gidx):
+    """The live index that `table` (`_roots` or `_reversed`) links `gidx` to, or None."""
+    slot = table.get(id(gidx))
+    return slot[1]() if slot is not None and slot[0]() is gidx else None
+
+
 def _root(gidx):
-    slot = _roots.get(id(gidx))
-    if slot is not None and slot[0]() is gidx:
-        root = slot[1]()
-        if root is not None:
-            return root
-    return gidx
+    root = _linked(_roots, gidx)
+    return gidx if root is None else root
 
 
 def warming(gidx, count: bool = False) -> bool:

@@ -391,15 +391,19 @@ class Predictor:
             order = np.argsort(cost, kind="stable")
         return [configs[i] for i in order]
 
+    def pick(self, case: CaseInfo, sig: Signature, dev: DeviceInfo, allowed: Sequence[str]) -> ParallelInfo:
+        """The predicted fastest configuration for the case as given, scored now."""
+        configs, cost = self.scores(case, sig, dev, allowed)
+        return configs[int(np.argmin(cost))]
+
     def choose(self, case: CaseInfo, sig: Signature, dev: DeviceInfo, allowed: Sequence[str]) -> ParallelInfo:
-        """The predicted fastest configuration for the rounded case, scored once per rounded case
-        (a forest over the whole grid takes about 0.35 ms on the GPU machine's host, per new
-        graph where training samples one per step)."""
+        """`pick` for the rounded case, scored once per rounded case (a forest over the whole grid
+        takes about 0.35 ms on the GPU machine's host, per new graph where training samples one
+        per step)."""
         key = (case.rounded(), sig, dev, tuple(allowed))
         found = self._chosen.get(key)
         if found is None:
-            configs, cost = self.scores(key[0], sig, dev, allowed)
-            found = configs[int(np.argmin(cost))]
+            found = self.pick(key[0], sig, dev, allowed)
             if len(self._chosen) >= CHOSEN_KEPT:
                 self._chosen.clear()
             self._chosen[key] = found

@@ -49,8 +49,8 @@ def heuristic(sig: Signature, stats: DegreeStats, allowed: List[str]) -> Paralle
       (data/predictor/h200-7da5efe, 233 cases): over 32 or more products, warp_edge teams of 8
       positions (0.90 of the best configuration, geomean over 129 cases; the rule before, 16
       positions, 0.86); over fewer, one thread per position and 4 tiles (0.84 over 104)."""
-    slabs = max(1, min(64, -(-sig.out_len * DTYPE_BYTES[sig.dtype] // (32 * 16))))
     row_bytes = sig.out_len * DTYPE_BYTES[sig.dtype]
+    slabs = max(1, min(64, -(-row_bytes // (32 * 16))))
     if sig.edge_op == "dot":
         if sig.reduce_size >= 32:
             order, grouping, tiling = ["warp_edge", "thread_edge", "warp_vertex", "thread_vertex"], 8, 1

@@ -17,6 +17,7 @@ from typing import Callable, Dict, List, Optional, Sequence, Tuple
 import numpy as np
 
 from dgl_ugraph.core.abstraction import STRATEGIES, ParallelInfo, Signature
+from dgl_ugraph.core.graph import DegreeStats
 from dgl_ugraph.selection import predictor
 from dgl_ugraph.selection.predictor import CaseInfo, DeviceInfo
 from dgl_ugraph.tuning.calls import DTYPES, stable_hash
@@ -47,6 +48,12 @@ class Case:
 
     def allowed(self) -> List[str]:
         return [s for s in STRATEGIES if any(c.strategy == s for c in self.configs)]
+
+    def stats(self) -> DegreeStats:
+        """The graph's in-degree statistics as the case row keeps them (what the heuristic reads)."""
+        r = self.row
+        return DegreeStats(float(r["mean_deg"]), float(r["std_deg"]), int(r["max_deg"]), int(r["empty_rows"]),
+                           int(r["num_edges"]))
 
 
 STALE_FILE = "stale.json"

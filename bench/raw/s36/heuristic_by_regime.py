@@ -19,7 +19,6 @@ ROOT = pathlib.Path(__file__).resolve().parents[3]
 sys.path.insert(0, str(ROOT))
 
 from dgl_ugraph.core.abstraction import DTYPE_BYTES  # noqa: E402
-from dgl_ugraph.core.graph import DegreeStats  # noqa: E402
 from dgl_ugraph.selection import rules  # noqa: E402
 from dgl_ugraph.tuning import shards, training  # noqa: E402
 
@@ -45,13 +44,10 @@ def main():
     for name, rule in ((f"before ({BEFORE})", before["heuristic"]), ("now", rules.heuristic)):
         groups = collections.defaultdict(list)
         for case in cases:
-            r = case.row
             _, sig, _ = case.info()
-            stats = DegreeStats(float(r["mean_deg"]), float(r["std_deg"]), int(r["max_deg"]), int(r["empty_rows"]),
-                                int(r["num_edges"]))
-            ms = dict(zip(case.configs, case.ms))[rule(sig, stats, case.allowed())]
+            ms = dict(zip(case.configs, case.ms))[rule(sig, case.stats(), case.allowed())]
             speed = math.log(case.best_ms / ms)
-            for key in ("all", r["device"], regime(case, sig)):
+            for key in ("all", case.row["device"], regime(case, sig)):
                 groups[key].append(speed)
         print(f"{name}:")
         for key, logs in sorted(groups.items()):
