@@ -12,10 +12,15 @@ before. With --device cuda (DGL built for CUDA), also:
   plan         - that plan's run alone (outputs, data pointers, launch): ugrapher - plan is the
                  plan lookup, plan - kernel the output allocation and the params' repacking;
   cusparse     - torch.sparse.mm on a CSR tensor built once (the sums);
-  empty_launch - one torch kernel launch on a one-element tensor: the floor of any GPU call.
+  empty_launch - one torch kernel launch on a one-element tensor: the floor of any GPU call;
+  two_outputs  - a torch operation that, like max/min with args, returns values and int64
+                 indices of the output's shape from one launch (torch.max over a trailing unit
+                 dimension): what torch itself pays for a call with two new outputs.
 A round's calls end with a device synchronization, inside the time. Column `config` names the
 configuration the selector chose (the same for every impl of ours). Medians (and quartiles) of
-per-call microseconds over the rounds go to bench/dispatch.csv (bench/dispatch_gpu.csv on CUDA).
+per-call microseconds over the rounds go to bench/dispatch.csv (bench/dispatch_gpu.csv on CUDA);
+on CUDA, `over_empty` is the median over the rounds of an impl's time over the same round's empty
+launch (a host's slow spell moves both).
 
     PYTHONPATH=. .venv/bin/python scripts/bench_dispatch.py [--rounds 15] [--calls 300] [--device cuda]
 """
@@ -43,7 +48,8 @@ from dgl_ugraph.selection import policy  # noqa: E402
 from dgl_ugraph.dgl.cache import entry_for  # noqa: E402
 from dgl_ugraph.tuning.shards import write_rows  # noqa: E402
 
-COLUMNS = ["machine", "torch", "dgl", "threads", "op", "F", "config", "impl", "us_median", "us_p25", "us_p75"]
+COLUMNS = ["machine", "torch", "dgl", "threads", "op", "F", "config", "impl", "us_median", "us_p25", "us_p75",
+           "over_empty"]
 
 
 def operators(g, f: int, gen: torch.Generator):
@@ -74,9 +80,13 @@ def per_call_us(fn, calls: int, sync=lambda: None) -> float:
 
 
 def gpu_baselines(g, name: str, op: OpInfo) -> dict:
-    """The launch floor and, for the sums, cuSPARSE on a CSR tensor built once."""
+    """The launch floor; for max, torch's own call with two outputs of its shape; for the sums,
+    cuSPARSE on a CSR tensor built once."""
     tiny = torch.zeros(1, device=g.device)
     out = {"empty_launch": lambda: tiny.add_(1)}
+    if name == "copy_u-max":
+        unit = torch.randn(g.num_nodes(), op.A.shape[1], 1, device=g.device)
+        out["two_outputs"] = lambda: torch.max(unit, 2)
     if name in ("copy_u-sum", "u_mul_e-sum"):
         indptr, col, eid = g.adj_tensors("csc")
         vals = op.B[eid.long(), 0] if op.B is not None else torch.ones(g.num_edges(), device=g.device)
@@ -127,14 +137,18 @@ def main():
                 for k in order:
                     samples[k].append(per_call_us(impls[k], args.calls, sync))
             samples["dispatch"] = [u - k for u, k in zip(samples["ugraph"], samples["kernel"])]
+            empty = samples.get("empty_launch")
             for impl, xs in samples.items():
                 q = statistics.quantiles(xs, n=4)
+                over = round(statistics.median(x / e for x, e in zip(xs, empty)), 3) if empty else ""
                 rows.append(dict(machine=machine, torch=torch.__version__,
                                  dgl=dgl.__version__, threads=torch.get_num_threads(), op=name, F=f,
                                  config=config, impl=impl,
                                  us_median=round(statistics.median(xs), 2), us_p25=round(q[0], 2),
-                                 us_p75=round(q[2], 2)))
+                                 us_p75=round(q[2], 2), over_empty=over))
             line = " ".join(f"{r['impl']}={r['us_median']:.1f}" for r in rows[-len(samples):])
+            if empty:
+                line += " | ugrapher/empty_launch by round x" + str(rows[-len(samples) + list(samples).index("ugrapher")]["over_empty"])
             print(f"{name:12} F={f:<3} {config} us per call: {line}", flush=True)
     write_rows(out_path, rows, COLUMNS)
     print(f"wrote {len(rows)} rows to {out_path}")
