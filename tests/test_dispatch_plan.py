@@ -53,6 +53,7 @@ def test_a_plan_reused_with_new_operands_equals_a_fresh_call(edge_op, gather, a_
                       "edge" if gather == "none" else "dst")
 
     plan = ops.Plan(g, op(False))
+    kept = []  # every call's outputs, alive: each call must have storage of its own
     for strided in (False, True, False):
         fresh = op(strided)
         got = plan.run(fresh.A, fresh.B)
@@ -61,6 +62,9 @@ def test_a_plan_reused_with_new_operands_equals_a_fresh_call(edge_op, gather, a_
             assert (x is None) == (y is None)
             if x is not None:
                 assert torch.equal(x, y)
+                assert x.is_contiguous() and x.stride() == y.stride() and x.dtype == y.dtype
+                assert all(x.data_ptr() != k.data_ptr() for k in kept)
+                kept.append(x)
 
 
 def test_bench_dispatch_runs(tmp_path):
