@@ -1,27 +1,22 @@
 """The device's memory bandwidth by direction, for the floor of max with args (issue 13): a read-only
 pass (torch.sum of a float32 tensor), a write-only pass (fill_) and a copy (read + write), each
-over 4 GiB, timed with CUDA events after a warm-up; medians of 20. Bytes moved / time."""
-import statistics
+over 4 GiB, timed with CUDA events after a warm-up (bench/raw/cuda_events.py); medians of 20.
+Bytes moved / time."""
+import pathlib
+import sys
 
 import torch
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
+from cuda_events import median_ms  # noqa: E402
 
 n = 1 << 30  # float32 elements: 4 GiB
 x = torch.randn(n, device="cuda")
 y = torch.empty_like(x)
 
 
-def gbps(fn, nbytes, reps=20):
-    for _ in range(3):
-        fn()
-    times = []
-    for _ in range(reps):
-        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        a.record()
-        fn()
-        b.record()
-        b.synchronize()
-        times.append(a.elapsed_time(b) / 1e3)
-    return nbytes / statistics.median(times) / 1e9
+def gbps(fn, nbytes):
+    return nbytes / median_ms(fn, reps=20) / 1e6
 
 
 print(torch.cuda.get_device_name())
