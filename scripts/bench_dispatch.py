@@ -5,12 +5,15 @@ For each operator, interleaved round by round in one run:
   dgl     - DGL's own function (the plugin off): DGL's kernel and its Python around it;
   ugraph  - the plugin's replacement: recognition, the graph cache, selection, allocation and our
             kernel;
-  kernel  - our kernel alone, its call packed once (Prepared.run): what any path must pay.
+  kernel  - our kernel alone, its call packed once (Prepared.run) into outputs allocated once;
+  plan    - the signature's plan run alone (core.ops.Plan: new outputs, data pointers, launch),
+            which every repeat call of the plugin ends in.
 dispatch = ugraph - kernel is what the plugin adds per call for a graph object DGL has passed
-before. With --device cuda (DGL built for CUDA), also:
-  ugrapher     - dgl_ugraph.ugrapher, the narrow kernel API (its repeat calls reuse a plan);
-  plan         - that plan's run alone (outputs, data pointers, launch): ugrapher - plan is the
-                 plan lookup, plan - kernel the output allocation and the params' repacking;
+before: ugraph - plan the DGL layer (interception, the graph cache, the decision), plan - kernel
+the outputs' allocation, the kernel's writing into new memory rather than memory it wrote in the
+call before, and the data pointers. With --device cuda (DGL built for CUDA), also:
+  ugrapher     - dgl_ugraph.ugrapher, the narrow kernel API (its repeat calls reuse a plan):
+                 ugrapher - plan is the plan lookup;
   cusparse     - torch.sparse.mm on a CSR tensor built once (the sums);
   empty_launch - one torch kernel launch on a one-element tensor: the floor of any GPU call;
   two_outputs  - a torch operation that, like max/min with args, returns values and int64
@@ -124,10 +127,10 @@ def main():
         for name, (call, op) in operators(g, f, gen).items():
             prepared = policy.prepare(ugraph, op)
             config = str(policy.choose(ugraph, prepared.signature)) if cuda else ""
-            impls = {"dgl": lambda: call(own, gidx), "ugraph": lambda: call(ours, gidx), "kernel": prepared.run}
+            impls = {"dgl": lambda: call(own, gidx), "ugraph": lambda: call(ours, gidx), "kernel": prepared.run,
+                     "plan": (lambda plan_: lambda: plan_.run(op.A, op.B))(policy.plan(ugraph, op))}
             if cuda:
                 impls["ugrapher"] = lambda: policy.ugrapher(ugraph, op)
-                impls["plan"] = (lambda plan_: lambda: plan_.run(op.A, op.B))(policy.plan(ugraph, op))
                 impls.update(gpu_baselines(g, name, op))
             for fn in impls.values():  # warm-up: the decision, the graph cache, allocator pools
                 per_call_us(fn, 20, sync)

@@ -73,7 +73,7 @@ def test_bench_dispatch_runs(tmp_path):
                           "--widths", "4", "--out", str(out)], capture_output=True, text=True, timeout=300)
     assert res.returncode == 0, res.stderr[-2000:]
     rows = list(csv.DictReader(open(out)))
-    assert {r["impl"] for r in rows} == {"dgl", "ugraph", "kernel", "dispatch"}
+    assert {r["impl"] for r in rows} == {"dgl", "ugraph", "kernel", "plan", "dispatch"}
     assert len({r["op"] for r in rows}) == 4 and all(float(r["us_median"]) == float(r["us_median"]) for r in rows)
 
 
