@@ -151,7 +151,8 @@ def main():
                                  us_p75=round(q[2], 2), over_empty=over))
             line = " ".join(f"{r['impl']}={r['us_median']:.1f}" for r in rows[-len(samples):])
             if empty:
-                line += " | ugrapher/empty_launch by round x" + str(rows[-len(samples) + list(samples).index("ugrapher")]["over_empty"])
+                ratio = rows[-len(samples) + list(samples).index("ugrapher")]["over_empty"]
+                line += f" | ugrapher/empty_launch by round x{ratio}"
             print(f"{name:12} F={f:<3} {config} us per call: {line}", flush=True)
     write_rows(out_path, rows, COLUMNS)
     print(f"wrote {len(rows)} rows to {out_path}")

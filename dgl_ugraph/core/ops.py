@@ -353,8 +353,9 @@ class Plan:
         # dense, lays out contiguously. It parses no shape, dtype or device: on the H200's host a
         # CUDA output and its release cost 1.7-2.0 us against new_empty's 2.6-2.7 and
         # torch.empty's 3.3 (bench/raw/s37/alloc_ways.log).
+        arg = arg_a if arg_a is not None else arg_b if arg_b is not None else c
         self._c_like = c.new_empty(()).expand(c.shape)
-        self._arg_like = (arg_a if arg_a is not None else arg_b if arg_b is not None else c).new_empty(()).expand(c.shape)
+        self._arg_like = arg.new_empty(()).expand(c.shape)
         self._arg_a, self._arg_b = arg_a is not None, arg_b is not None
         self._lhs = op_info.A is not None and uses_lhs(op_info.edge_op)
         self._rhs = op_info.B is not None and uses_rhs(op_info.edge_op)
