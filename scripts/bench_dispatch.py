@@ -141,18 +141,18 @@ def main():
                     samples[k].append(per_call_us(impls[k], args.calls, sync))
             samples["dispatch"] = [u - k for u, k in zip(samples["ugraph"], samples["kernel"])]
             empty = samples.get("empty_launch")
+            over = {impl: round(statistics.median(x / e for x, e in zip(xs, empty)), 3) if empty else ""
+                    for impl, xs in samples.items()}
             for impl, xs in samples.items():
                 q = statistics.quantiles(xs, n=4)
-                over = round(statistics.median(x / e for x, e in zip(xs, empty)), 3) if empty else ""
                 rows.append(dict(machine=machine, torch=torch.__version__,
                                  dgl=dgl.__version__, threads=torch.get_num_threads(), op=name, F=f,
                                  config=config, impl=impl,
                                  us_median=round(statistics.median(xs), 2), us_p25=round(q[0], 2),
-                                 us_p75=round(q[2], 2), over_empty=over))
+                                 us_p75=round(q[2], 2), over_empty=over[impl]))
             line = " ".join(f"{r['impl']}={r['us_median']:.1f}" for r in rows[-len(samples):])
             if empty:
-                ratio = rows[-len(samples) + list(samples).index("ugrapher")]["over_empty"]
-                line += f" | ugrapher/empty_launch by round x{ratio}"
+                line += f" | ugrapher/empty_launch by round x{over['ugrapher']}"
             print(f"{name:12} F={f:<3} {config} us per call: {line}", flush=True)
     write_rows(out_path, rows, COLUMNS)
     print(f"wrote {len(rows)} rows to {out_path}")
