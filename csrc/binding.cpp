@@ -139,31 +139,30 @@ UgParams make_params(const py::kwargs& fields) {
   return p;
 }
 
-#ifdef UGRAPH_WITH_CUDA
-// run_cuda_with(params, stream, a, a_row_stride, b, b_row_stride, c, arg_a, arg_b, workspace):
-// run_cuda(params.with_data(...), stream) in one call, without a params object in between: the
-// repeat call of a Plan (core/ops.py). A plain METH_FASTCALL function, not a pybind11 one: on a
-// small graph the whole call is a few microseconds of host time, and pybind11's argument casters
-// for ten arguments cost about 0.3 of them (0.45 against 0.17 us on the development machine).
-PyObject* run_cuda_with(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
-  if (nargs != 10) {
-    PyErr_Format(PyExc_TypeError, "run_cuda_with takes 10 arguments (%zd given)", nargs);
-    return nullptr;
-  }
+// The repeat call of a Plan (core/ops.py) as plain METH_FASTCALL functions, not pybind11 ones:
+// on a small graph the whole call is a few microseconds of host time, and pybind11's argument
+// casters for ten arguments cost about 0.3 of them (0.45 against 0.17 us on the development
+// machine), a params object from with_data and a second call to run it as much again.
+// with_data_args: params and this call's data (a, a_row_stride, b, b_row_stride, c, arg_a, arg_b,
+// workspace) as the params' copy with these addresses in *q; false with a Python error set.
+bool with_data_args(PyObject* params, PyObject* const* data, UgParams* q) {
+  const UgParams& p = py::cast<const UgParams&>(py::handle(params));
+  // a, b, c, arg_a, arg_b, workspace; the two row strides apart.
+  constexpr int kAddress[] = {0, 2, 4, 5, 6, 7};
+  uintptr_t address[6];
+  for (int i = 0; i < 6; ++i) address[i] = static_cast<uintptr_t>(PyLong_AsUnsignedLongLong(data[kAddress[i]]));
+  const int64_t a_stride = PyLong_AsLongLong(data[1]);
+  const int64_t b_stride = PyLong_AsLongLong(data[3]);
+  if (PyErr_Occurred()) return false;  // a non-integer or a negative address
+  *q = with_data(p, address[0], a_stride, address[1], b_stride, address[2], address[3], address[4], address[5]);
+  return true;
+}
+
+// The call's C++ exceptions as Python ones, for the fast calls (pybind11 translates its own).
+template <typename F>
+PyObject* fast_call(F&& body) {
   try {
-    const UgParams& p = py::cast<const UgParams&>(py::handle(args[0]));
-    // stream, a, b, c, arg_a, arg_b, workspace; the two row strides apart.
-    constexpr int kAddress[] = {1, 2, 4, 6, 7, 8, 9};
-    uintptr_t address[7];
-    int64_t stride[2];
-    for (int i = 0; i < 7; ++i) address[i] = static_cast<uintptr_t>(PyLong_AsUnsignedLongLong(args[kAddress[i]]));
-    stride[0] = PyLong_AsLongLong(args[3]);
-    stride[1] = PyLong_AsLongLong(args[5]);
-    if (PyErr_Occurred()) return nullptr;  // a non-integer or a negative address
-    const UgParams q = with_data(p, address[1], stride[0], address[2], stride[1], address[3], address[4],
-                                 address[5], address[6]);
-    const int status = ug_cuda_run(&q, reinterpret_cast<void*>(address[0]));
-    raise_on(status, "ug_cuda_run", status == UG_OK ? "" : ug_cuda_last_error());
+    if (!body()) return nullptr;
   } catch (py::error_already_set& e) {
     e.restore();
     return nullptr;
@@ -180,11 +179,54 @@ PyObject* run_cuda_with(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
   Py_RETURN_NONE;
 }
 
+// run_cpu_with(params, a, a_row_stride, b, b_row_stride, c, arg_a, arg_b, workspace):
+// run_cpu(params.with_data(...)), the GIL released while the kernel runs.
+PyObject* run_cpu_with(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
+  if (nargs != 9) {
+    PyErr_Format(PyExc_TypeError, "run_cpu_with takes 9 arguments (%zd given)", nargs);
+    return nullptr;
+  }
+  return fast_call([&] {
+    UgParams q;
+    if (!with_data_args(args[0], args + 1, &q)) return false;
+    int status;
+    {
+      py::gil_scoped_release nogil;
+      status = ug_cpu_run(&q);
+    }
+    raise_on(status, "ug_cpu_run", ug_cpu_last_error());
+    return true;
+  });
+}
+
+#ifdef UGRAPH_WITH_CUDA
+// run_cuda_with(params, stream, a, a_row_stride, b, b_row_stride, c, arg_a, arg_b, workspace):
+// run_cuda(params.with_data(...), stream).
+PyObject* run_cuda_with(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
+  if (nargs != 10) {
+    PyErr_Format(PyExc_TypeError, "run_cuda_with takes 10 arguments (%zd given)", nargs);
+    return nullptr;
+  }
+  return fast_call([&] {
+    const uintptr_t stream = static_cast<uintptr_t>(PyLong_AsUnsignedLongLong(args[1]));
+    if (PyErr_Occurred()) return false;
+    UgParams q;
+    if (!with_data_args(args[0], args + 2, &q)) return false;
+    const int status = ug_cuda_run(&q, reinterpret_cast<void*>(stream));
+    raise_on(status, "ug_cuda_run", status == UG_OK ? "" : ug_cuda_last_error());
+    return true;
+  });
+}
+#endif
+
 PyMethodDef kFastCalls[] = {
+    {"run_cpu_with", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(&run_cpu_with)), METH_FASTCALL,
+     "run_cpu_with(params, a, a_row_stride, b, b_row_stride, c, arg_a, arg_b, workspace)"},
+#ifdef UGRAPH_WITH_CUDA
     {"run_cuda_with", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(&run_cuda_with)), METH_FASTCALL,
      "run_cuda_with(params, stream, a, a_row_stride, b, b_row_stride, c, arg_a, arg_b, workspace)"},
-    {nullptr, nullptr, 0, nullptr}};
 #endif
+    {nullptr, nullptr, 0, nullptr}};
 
 }  // namespace
 
@@ -244,6 +286,8 @@ PYBIND11_MODULE(_C, m) {
     }
     raise_on(status, "ug_cpu_run", ug_cpu_last_error());
   });
+  // run_cpu_with, and run_cuda_with where CUDA is compiled: a Plan's repeat call.
+  if (PyModule_AddFunctions(m.ptr(), kFastCalls) != 0) throw py::error_already_set();
 
   // The fused CPU edge softmax (csrc/cpu/softmax.h); x, y and out are addresses.
   m.def("edge_softmax_cpu", [](bool backward, int64_t num_dst, int64_t num_edges, int32_t index_bits,
@@ -279,7 +323,6 @@ PYBIND11_MODULE(_C, m) {
     int status = ug_cuda_run(&p, reinterpret_cast<void*>(stream));
     raise_on(status, "ug_cuda_run", status == UG_OK ? "" : ug_cuda_last_error());
   });
-  if (PyModule_AddFunctions(m.ptr(), kFastCalls) != 0) throw py::error_already_set();
   m.def("cuda_workspace_bytes", [](const UgParams& p) { return ug_cuda_workspace_bytes(&p); });
   m.def("cuda_check", [](const UgParams& p) {
     char why[512] = {0};

@@ -14,7 +14,7 @@ import pytest
 import torch
 
 from dgl_ugraph import ugrapher
-from dgl_ugraph.core import ops
+from dgl_ugraph.core import _ext, ops
 from dgl_ugraph.core.abstraction import OpInfo
 from dgl_ugraph.core.graph import UGraph
 
@@ -65,6 +65,29 @@ def test_a_plan_reused_with_new_operands_equals_a_fresh_call(edge_op, gather, a_
                 assert x.is_contiguous() and x.stride() == y.stride() and x.dtype == y.dtype
                 assert all(x.data_ptr() != k.data_ptr() for k in kept)
                 kept.append(x)
+
+
+def test_the_cpu_fast_call_runs_a_plans_params_and_refuses_bad_arguments():
+    """run_cpu_with, a Plan's CPU launch, a METH_FASTCALL function parsing its own arguments: the
+    packed call with this call's addresses, and a Python error (no crash) for what it cannot take."""
+    g = graph()
+    x = torch.randn(g.num_src, 8, generator=torch.Generator().manual_seed(2))
+    op = OpInfo("copy_lhs", "sum", x, "src", None, "null", "dst")
+    run, params = _ext.core().run_cpu_with, ops.Plan(g, op)._template
+    c = torch.full((g.num_dst, 8), float("nan"))
+    data = [x.data_ptr(), 8, 0, 0, c.data_ptr(), 0, 0, 0]
+    run(params, *data)
+    assert torch.equal(c, ugrapher(g, op)[0])
+    with pytest.raises(TypeError, match="takes 9 arguments"):
+        run(params, *data[:-1])
+    with pytest.raises(TypeError):
+        run(object(), *data)
+    with pytest.raises(TypeError):
+        run(params, float(data[0]), *data[1:])
+    with pytest.raises(OverflowError):
+        run(params, -1, *data[1:])
+    with pytest.raises(ValueError, match="c is NULL"):
+        run(params, *data[:4], 0, *data[5:])
 
 
 def test_bench_dispatch_runs(tmp_path):

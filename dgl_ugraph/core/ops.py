@@ -337,7 +337,7 @@ class Plan:
 
     __slots__ = ("_template", "_keep", "_c_like", "_arg_like", "_arg_a", "_arg_b", "_lhs", "_rhs",
                  "_a_row", "_b_row", "_swapped", "_workspace", "_workspace_like", "_zeroed", "_cuda_index",
-                 "_core", "_run_cuda_with")
+                 "_core", "_run_cpu_with", "_run_cuda_with")
 
     def __init__(self, graph: UGraph, op_info: OpInfo, parallel_info: Optional[ParallelInfo] = None,
                  first: Optional[Prepared] = None, args: bool = True, arg_dtype: Optional[torch.dtype] = None):
@@ -371,6 +371,7 @@ class Plan:
         self._zeroed = {} if self._workspace and first.params.workspace_zeroed else None
         self._cuda_index = cuda_index(c.device)
         self._core = _ext.core()
+        self._run_cpu_with = self._core.run_cpu_with
         self._run_cuda_with = getattr(self._core, "run_cuda_with", None)
 
     def run(self, a: Optional[torch.Tensor], b: Optional[torch.Tensor]):
@@ -417,9 +418,15 @@ class Plan:
         if self._swapped:
             a_ptr, a_stride, b_ptr, b_stride = b_ptr, b_stride, a_ptr, a_stride
             arg_a_ptr, arg_b_ptr = arg_b_ptr, arg_a_ptr
-        # The common CUDA call launched here, without _launch's frame or a tuple of the data: on
-        # a small graph each microsecond of Python is a tenth of the call.
-        if index is not None and not POISON_OUTPUTS and _cuda_get_device() == index:
+        # The common calls launched here, without _launch's frame, a tuple of the data or a params
+        # object: on a small graph each microsecond of Python is a tenth of the call.
+        if POISON_OUTPUTS:
+            _launch(self._core, self._template, outputs, index,
+                    (a_ptr, a_stride, b_ptr, b_stride, c_ptr, arg_a_ptr, arg_b_ptr, workspace_ptr))
+        elif index is None:
+            self._run_cpu_with(self._template, a_ptr, a_stride, b_ptr, b_stride, c_ptr, arg_a_ptr, arg_b_ptr,
+                               workspace_ptr)
+        elif _cuda_get_device() == index:
             if stream is None:
                 stream = _cuda_raw_stream(index)
             self._run_cuda_with(self._template, stream, a_ptr, a_stride, b_ptr, b_stride, c_ptr,
