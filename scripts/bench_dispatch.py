@@ -2,16 +2,21 @@
 back to back on one cora-sized graph object, as DGL's autograd functions call them.
 
 For each operator, interleaved round by round in one run:
-  dgl     - DGL's own function (the plugin off): DGL's kernel and its Python around it;
-  ugraph  - the plugin's replacement: recognition, the graph cache, selection, allocation and our
-            kernel;
-  kernel  - our kernel alone, its call packed once (Prepared.run) into outputs allocated once;
-  plan    - the signature's plan run alone (core.ops.Plan: new outputs, data pointers, launch),
-            which every repeat call of the plugin ends in.
-dispatch = ugraph - kernel is what the plugin adds per call for a graph object DGL has passed
-before: ugraph - plan the DGL layer (interception, the graph cache, the decision), plan - kernel
-the outputs' allocation, the kernel's writing into new memory rather than memory it wrote in the
-call before, and the data pointers. With --device cuda (DGL built for CUDA), also:
+  dgl      - DGL's own function (the plugin off): DGL's kernel and its Python around it;
+  ugraph   - the plugin's replacement: recognition, the graph cache, selection, allocation and
+             our kernel;
+  dispatch - the same call with the core's launch made a no-op (Plan's run_cpu_with and
+             run_cuda_with): every step of the plugin's call but the kernel, the outputs'
+             allocation included;
+  kernel   - our kernel alone, its call packed once (Prepared.run) into outputs allocated once;
+  plan     - the signature's plan run alone (core.ops.Plan: new outputs, data pointers, launch),
+             which every repeat call of the plugin ends in.
+dispatch is what the plugin adds per call for a graph object DGL has passed before, timed whole
+rather than as the small difference of two kernel-sized times (on a slow host those move by more
+than it). ugraph - kernel (`ugraph_minus_kernel`) adds to it what the kernel pays for writing
+into new outputs rather than the ones it wrote the call before, which DGL's kernel pays as well
+(bench/raw/s38/cpu_output_memory.py): ugraph - plan is the DGL layer, plan - kernel the outputs'
+allocation, that writing and the data pointers. With --device cuda (DGL built for CUDA), also:
   ugrapher     - dgl_ugraph.ugrapher, the narrow kernel API (its repeat calls reuse a plan):
                  ugrapher - plan is the plan lookup;
   cusparse     - torch.sparse.mm on a CSR tensor built once (the sums);
@@ -30,6 +35,7 @@ launch (a host's slow spell moves both).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import pathlib
 import platform
 import statistics
@@ -82,6 +88,22 @@ def per_call_us(fn, calls: int, sync=lambda: None) -> float:
     return (time.perf_counter_ns() - t0) / calls / 1e3
 
 
+@contextlib.contextmanager
+def launches_stubbed(plans):
+    """The plans' launches made no-ops for the `dispatch` impl (Plan.run calls them last, after its
+    outputs and data pointers), restored after."""
+    def nothing(*_):
+        return None
+    saved = [(p, p._run_cpu_with, p._run_cuda_with) for p in plans]
+    for p, _, _ in saved:
+        p._run_cpu_with = p._run_cuda_with = nothing
+    try:
+        yield
+    finally:
+        for p, cpu, cuda in saved:
+            p._run_cpu_with, p._run_cuda_with = cpu, cuda
+
+
 def gpu_baselines(g, name: str, op: OpInfo) -> dict:
     """The launch floor; for max, torch's own call with two outputs of its shape; for the sums,
     cuSPARSE on a CSR tensor built once."""
@@ -127,19 +149,24 @@ def main():
         for name, (call, op) in operators(g, f, gen).items():
             prepared = policy.prepare(ugraph, op)
             config = str(policy.choose(ugraph, prepared.signature)) if cuda else ""
-            impls = {"dgl": lambda: call(own, gidx), "ugraph": lambda: call(ours, gidx), "kernel": prepared.run,
+            impls = {"dgl": lambda: call(own, gidx), "ugraph": lambda: call(ours, gidx),
+                     "dispatch": lambda: call(ours, gidx), "kernel": prepared.run,
                      "plan": (lambda plan_: lambda: plan_.run(op.A, op.B))(policy.plan(ugraph, op))}
             if cuda:
                 impls["ugrapher"] = lambda: policy.ugrapher(ugraph, op)
                 impls.update(gpu_baselines(g, name, op))
             for fn in impls.values():  # warm-up: the decision, the graph cache, allocator pools
                 per_call_us(fn, 20, sync)
+            # The plans this operator's DGL-level call runs (its decisions were made by the warm-up).
+            plans = [d.plan for d in entry_for(gidx).decisions.values() if d.plan is not None]
+            assert plans, f"{name}: the plugin's call made no plan"
             samples = {k: [] for k in impls}
             for r in range(args.rounds):
                 order = list(impls) if r % 2 == 0 else list(reversed(impls))
                 for k in order:
-                    samples[k].append(per_call_us(impls[k], args.calls, sync))
-            samples["dispatch"] = [u - k for u, k in zip(samples["ugraph"], samples["kernel"])]
+                    with launches_stubbed(plans) if k == "dispatch" else contextlib.nullcontext():
+                        samples[k].append(per_call_us(impls[k], args.calls, sync))
+            samples["ugraph_minus_kernel"] = [u - k for u, k in zip(samples["ugraph"], samples["kernel"])]
             empty = samples.get("empty_launch")
             over = {impl: round(statistics.median(x / e for x, e in zip(xs, empty)), 3) if empty else ""
                     for impl, xs in samples.items()}
