@@ -286,7 +286,16 @@ def _call(impl, fn):
         with fn.sparse_free.replaying():
             return fn()
     dgl_ugraph.enable()
+    if impl == KERNELS_ONLY:
+        from dgl_ugraph.dgl import modules
+        with modules.disabled():
+            return fn()
     return fn()
+
+
+# The plugin with DGL's own module forwards (its kernels still run them): what the module
+# patterns' lean paths add on top of the kernels.
+KERNELS_ONLY = "ugraph_kernels"
 
 
 # The Amdahl bound of any replacement of what the plugin replaces: DGL's program with every
@@ -433,6 +442,8 @@ def bench_case(model_name, gname, inputs, args, device_name, edge_index=None) ->
             maxdiff, ok = parity(ours, ref)
             share = ugraph_share(fn)
         impls = {"dgl": fn, "ugraph": fn}
+        if args.kernels_only:
+            impls[KERNELS_ONLY] = fn
         if pyg is not None:
             impls["pyg"] = pyg[mode]
         if args.sparse_free:
@@ -460,6 +471,7 @@ def bench_case(model_name, gname, inputs, args, device_name, edge_index=None) ->
         d, u = med["dgl"], med["ugraph"]
         bound = f"  bound x{paired[SPARSE_FREE]:5.2f}" if SPARSE_FREE in paired else ""
         vs_pyg = f"  pyg {med['pyg']:9.2f} ms (x{med['pyg'] / u:5.2f})" if "pyg" in med else ""
+        vs_pyg += f"  kernels-only x{paired[KERNELS_ONLY]:5.2f}" if KERNELS_ONLY in paired else ""
         print(f"{model_name:9} {gname:28} {mode:9} dgl {d:9.2f} ms  ugraph {u:9.2f} ms  "
               f"x{paired['ugraph']:5.2f}{bound}{vs_pyg}  "
               f"parity {maxdiff:.1e} {'ok' if ok else 'FAIL'}  share {share:.2f}", flush=True)
@@ -1632,6 +1644,8 @@ def main(argv=None):
     ap.add_argument("--no-datasets", action="store_true")
     ap.add_argument("--pyg", action=argparse.BooleanOptionalAction, default=None,
                     help="time PyG 2.8's models too (default: on cuda when torch_geometric imports)")
+    ap.add_argument("--kernels-only", action="store_true",
+                    help=f"also time the plugin with DGL's module forwards ({KERNELS_ONLY}: the module patterns off)")
     ap.add_argument("--sparse-free", action="store_true",
                     help=f"also time {SPARSE_FREE}: DGL with every gspmm/gsddmm answered by a copy of its "
                          "recorded result (the most any kernel replacement could gain)")

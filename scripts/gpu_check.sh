@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # One call on the GPU machine: build, test, sanitize and benchmark; results under $OUT.
 #   bash scripts/gpu_check.sh [build] [test] [sanitize] [bench] [suite] [collect] [tune] [dgl | dgl-test dgl-bench]
-#                             [dgl-convs] [dgl-dispatch] [multi-gpu]
+#                             [dgl-convs] [dgl-dispatch] [dgl-host] [multi-gpu]
 #   (default: build test sanitize bench)
 # The CUDA library and the CPU core's archive are taken from .prebuilt/ when their source hashes
 # match these sources (build both here with `make cuda-lib` and carry .prebuilt/libugraph_cuda.so.xz
@@ -15,7 +15,8 @@
 # benchmark, DGL_BENCH_ARGS adds to its command line. Stage dgl-convs times DGL's own conv modules
 # (scripts/bench_convs.py; CONV_BENCH_BUDGET_S, 300, and CONV_BENCH_ARGS, e.g. "--graphs cora").
 # Stage dgl-dispatch times the per-call path on a cora-sized graph (scripts/bench_dispatch.py
-# --device cuda). Stage multi-gpu runs
+# --device cuda). Stage dgl-host profiles the models' host time by package (scripts/profile_host.py;
+# HOST_PROFILE_GRAPHS, default cora,pubmed). Stage multi-gpu runs
 # tests/gpu/test_multi_gpu.py under that DGL: it needs two GPUs (device kind nvidia-h200-x2).
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -140,7 +141,7 @@ if has tune; then
 print('a new process loads', p.path if p else None)" 2>&1 | tee -a "$OUT/tune_quick.log"
 fi
 
-if has dgl || has dgl-test || has dgl-bench || has dgl-convs || has dgl-dispatch || has multi-gpu; then
+if has dgl || has dgl-test || has dgl-bench || has dgl-convs || has dgl-dispatch || has dgl-host || has multi-gpu; then
   tarball=${DGL_TARBALL:-.gpu-deps/dgl-2.4.0-cuda13-sm90-torch2.11.tar.xz}
   mkdir -p /tmp/dglpkg && tar -xJf "$tarball" -C /tmp/dglpkg || exit 1
   export PYTHONPATH=/tmp/dglpkg:$PYTHONPATH DGLBACKEND=pytorch
@@ -157,7 +158,8 @@ fi
 
 if has dgl || has dgl-test; then
   t=$(date +%s)
-  $PY -m pytest tests/gpu/test_dgl_gpu.py -q -rs -p no:cacheprovider 2>&1 | quiet | tee -a "$OUT/dgl_tests.log" | tail -30
+  $PY -m pytest tests/gpu/test_dgl_gpu.py tests/test_dgl_modules.py -q -rs -p no:cacheprovider 2>&1 | quiet \
+    | tee -a "$OUT/dgl_tests.log" | tail -30
   [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
   echo "dgl tests: $(( $(date +%s) - t )) s"
 fi
@@ -188,6 +190,11 @@ if has multi-gpu; then
     | tee "$OUT/multi_gpu_tests.log" | tail -30
   [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
   echo "multi-gpu tests: $(( $(date +%s) - t )) s"
+fi
+if has dgl-host; then
+  { header; $PY scripts/profile_host.py --device cuda --graphs "${HOST_PROFILE_GRAPHS:-cora,pubmed}" \
+      --out "$OUT/host_profile_gpu.csv" 2>&1; } | quiet | tee "$OUT/host_profile_gpu.log" | tail -45
+  [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
 fi
 if has dgl-dispatch; then
   { header; $PY scripts/bench_dispatch.py --device cuda --out "$OUT/dispatch_gpu.csv" 2>&1; } | quiet | tee "$OUT/dispatch_gpu.log" | tail -12

@@ -59,12 +59,26 @@ if ! "$VPY" -c "import dgl, torch; assert torch.__version__.split('+')[0] == '$T
     "${PIP[@]}" --no-deps "${NODEPS[@]}"
   fi
 fi
+# The CPU core as the package's install built it (build/<wheel tag>/), where it comes from these
+# very sources: the in-place build links that archive instead of compiling the core a second time
+# (its GCC build takes about half an hour on 2 cores). CMake checks its source hash again.
+built_cpu_core() {
+  local want a
+  want=$(.venv/bin/python csrc/source_hash.py --cpu)
+  for a in build/cp*/libugraph_cpu.a; do
+    if [ -f "$a" ] && [ "$(.venv/bin/python csrc/source_hash.py --of-archive "$a" 2>/dev/null)" = "$want" ]; then
+      echo "$PWD/$a"
+      return
+    fi
+  done
+}
 if [ "$PROFILE" = dgl11 ]; then
   # This environment runs the checkout's package. Its compiled core is the one the first
   # environment builds in place: the core links neither torch nor DGL, so one build serves every
   # venv of the same Python. The build is brought up to date here (ninja only redoes what
   # changed), and the core must then load under this environment's interpreter.
-  PATH="$PWD/.venv/bin:$PATH" PYTHON=.venv/bin/python bash scripts/build_inplace.sh
+  UGRAPH_CPU_PREBUILT=${UGRAPH_CPU_PREBUILT:-$(built_cpu_core)} PATH="$PWD/.venv/bin:$PATH" PYTHON=.venv/bin/python \
+    bash scripts/build_inplace.sh
   "$VPY" -c "from dgl_ugraph.core import _ext; _ext.core()"
 else
   # The predictor's optional extras: training (lightgbm), its plots (matplotlib) and the tuning
@@ -77,5 +91,6 @@ else
   "${PIP[@]}" --no-build-isolation .
   # Programs run from the checkout (the tests, the models, python -m dgl_ugraph here) import the
   # package from the checkout, which then needs its own compiled core beside the sources.
-  PATH="$PWD/$VENV/bin:$PATH" PYTHON="$VPY" bash scripts/build_inplace.sh
+  UGRAPH_CPU_PREBUILT=${UGRAPH_CPU_PREBUILT:-$(built_cpu_core)} PATH="$PWD/$VENV/bin:$PATH" PYTHON="$VPY" \
+    bash scripts/build_inplace.sh
 fi

@@ -168,6 +168,20 @@ def test_import_respects_dgl_ugraph_0():
     assert out.split() == ["False", "True"]
 
 
+def test_enable_before_dgl_is_imported():
+    """enable() imports DGL, whose import runs the hook that `import dgl_ugraph` armed: both turn the
+    plugin on once, and neither waits for the other."""
+    out = run_python("""
+        import sys, dgl_ugraph
+        assert "dgl" not in sys.modules
+        dgl_ugraph.enable()
+        import dgl
+        from dgl.backend.pytorch import sparse
+        print(dgl_ugraph.is_enabled(), sparse._gspmm is not dgl._sparse_ops._gspmm)
+    """)
+    assert out.split() == ["True", "True"]
+
+
 def test_import_before_dgl_enables_when_dgl_arrives():
     out = run_python("""
         import sys, dgl_ugraph

@@ -63,7 +63,8 @@ _lock = threading.Lock()
 
 class GraphEntry:
     """A UGraph, the per-signature decisions made on it, its in- and out-degrees once asked for,
-    and the mean reducer's divisors (`mean`), per result dtype and rank. `idtype` is the DGL
+    and the tensors derived from them (`divisors`: the mean reducer's divisors per result dtype and
+    rank, and the lean module paths' norms, keyed by name first; `mean`, `modules`). `idtype` is the DGL
     graph's index type, in which every index tensor goes back to DGL (max/min's args, the
     degrees), whatever the UGraph's (NARROW_DEVICES); `arrays` holds DGL's own adjacency arrays,
     whose addresses are the entry's key (the module doc's lifetimes)."""

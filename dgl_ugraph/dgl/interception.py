@@ -33,7 +33,7 @@ import torch
 
 from dgl_ugraph.core import ops
 from dgl_ugraph.core.ops import Plan, edge_softmax
-from dgl_ugraph.dgl import degrees, indexes, mean, patterns
+from dgl_ugraph.dgl import degrees, indexes, mean, modules, patterns
 from dgl_ugraph.dgl.recognition import (Decision, after_failure, count_fallback, decision_for, make_op_info, meta,
                                         warn_once)
 from dgl_ugraph.dgl.stats import DGL, record, set_enabled
@@ -108,6 +108,10 @@ def enable():
     """Routes DGL's gspmm/gsddmm through dgl_ugraph. Raises UnsupportedDGLError (and changes
     nothing) on a DGL it does not know."""
     global _enabled
+    # DGL imported first, outside the lock: where `import dgl_ugraph` armed the start-up hook, that
+    # import runs enable() itself, which would wait forever on the lock held here.
+    import dgl  # noqa: F401
+
     with _lock:
         if _enabled:
             return
@@ -126,6 +130,7 @@ def enable():
         degrees.enable()
         indexes.enable()
         mean.enable(mean_backward)
+        modules.enable()
         _enabled = True
         set_enabled(True)
 
@@ -148,6 +153,7 @@ def disable():
         degrees.disable()
         indexes.disable()
         mean.disable()
+        modules.disable()
         _enabled = False
         set_enabled(False)
 

@@ -110,6 +110,12 @@ def builtin_lowering() -> Dict[str, dict]:
     return table()["builtins"]
 
 
+def modules() -> Dict[str, dict]:
+    """The dgl.nn convolutions with a lean path of dgl_ugraph's, by class name: a class not
+    listed here keeps DGL's forward (dgl_ugraph/dgl/modules)."""
+    return {row["module"]: row for row in table().get("modules", [])}
+
+
 def fused() -> Dict[str, dict]:
     """DGL's fused kernels that dgl_ugraph replaces with fused kernels of its own, by DGL's name."""
     return {row["dgl"]: row for row in table()["fused"]}

@@ -22,7 +22,7 @@ from dgl_ugraph.dgl.stats import DGL, UGRAPHER, record
 from dgl_ugraph.selection.policy import choose_for
 
 # DGL's CPU kernels refuse float16 ("Feature data can only be bfloat16/float32/float64 on CPU").
-_DTYPES = {"cpu": (torch.float32, torch.float64, torch.bfloat16),
+KERNEL_DTYPES = {"cpu": (torch.float32, torch.float64, torch.bfloat16),
            "cuda": (torch.float32, torch.float64, torch.float16, torch.bfloat16)}
 
 
@@ -102,9 +102,9 @@ def _why_not(entry, pattern, lhs, rhs) -> Optional[str]:
     devices = {t.device for _, t, _ in used}
     if devices != {graph.device}:
         return f"operands on {sorted(map(str, devices))}, graph on {graph.device} (DGL decides)"
-    if graph.device.type not in _DTYPES:
+    if graph.device.type not in KERNEL_DTYPES:
         return f"device {graph.device.type}: dgl_ugraph runs on cpu and cuda"
-    if dtype not in _DTYPES[graph.device.type]:
+    if dtype not in KERNEL_DTYPES[graph.device.type]:
         if dtype == torch.float16 and graph.device.type == "cpu":
             return "float16 on CPU: DGL's CPU kernels refuse it (DGL raises)"
         return f"{_name(dtype)} features: DGL's kernels take floating point only (DGL decides)"

@@ -1,4 +1,5 @@
-"""What the interception did: calls per pattern, where they ran, why, and with which configuration.
+"""What the interception did: calls per pattern, where they ran, why, and with which configuration;
+and the dgl.nn modules' forward calls, on their lean paths or on DGL's forward and why.
 
 Every decision points at one `SignatureRecord`, so counting a call is one integer increment. A
 record is shared by every graph that sees the same signature (pattern, dtype, feature shapes,
@@ -72,6 +73,48 @@ def _describe(signature: tuple) -> str:
     return f"{dtype} lhs={lhs} rhs={rhs} on {device} ({idtype})"
 
 
+class ModuleRecord:
+    """Forward calls of one dgl.nn module class with one outcome: its lean path, or DGL's
+    forward and why (dgl_ugraph/dgl/modules). Counted apart from the kernel calls, which every
+    forward makes either way."""
+
+    __slots__ = ("module", "runs_on", "detail", "calls")
+
+    def __init__(self, module: str, runs_on: str, detail: str):
+        self.module = module
+        self.runs_on = runs_on
+        self.detail = detail
+        self.calls = 0
+
+
+_module_records: Dict[Tuple[str, str, str], ModuleRecord] = {}
+
+
+def module_record(module: str, runs_on: str, detail: str) -> ModuleRecord:
+    key = (module, runs_on, detail)
+    rec = _module_records.get(key)
+    if rec is None:
+        with _lock:
+            rec = _module_records.setdefault(key, ModuleRecord(module, runs_on, detail))
+            if runs_on == DGL:
+                _log.info("%s.forward -> DGL: %s", module, detail)
+    return rec
+
+
+def _module_stats() -> dict:
+    out: Dict[str, dict] = {}
+    for rec in list(_module_records.values()):
+        if rec.calls == 0:
+            continue
+        entry = out.setdefault(rec.module, {"lean": 0, "dgl": 0, "reasons": {}})
+        if rec.runs_on == UGRAPHER:
+            entry["lean"] += rec.calls
+        else:
+            entry["dgl"] += rec.calls
+            entry["reasons"][rec.detail] = entry["reasons"].get(rec.detail, 0) + rec.calls
+    return dict(sorted(out.items()))
+
+
 # Whether DGL's functions are routed here now; interception.enable()/disable() say so, so that
 # this module needs nothing from the one that records into it.
 _enabled = False
@@ -102,13 +145,13 @@ def stats() -> dict:
     return {"enabled": _enabled, "calls": intercepted + fallback, "intercepted": intercepted,
             "fallback": fallback, "patterns": dict(sorted(patterns.items())),
             "signatures": sorted(rows, key=lambda r: (r["pattern"], -r["calls"])),
-            "graphs_cached": cache.cached_graphs()}
+            "modules": _module_stats(), "graphs_cached": cache.cached_graphs()}
 
 
 def reset_stats():
     """Zeroes every counter (the decisions themselves stay cached)."""
     with _lock:
-        for rec in _records.values():
+        for rec in list(_records.values()) + list(_module_records.values()):
             rec.calls = 0
 
 
@@ -122,6 +165,10 @@ def report(data: Optional[dict] = None) -> str:
     for name, p in s["patterns"].items():
         lines.append(f"  {name:28s} dgl_ugraph {p['intercepted']:7d}   DGL {p['fallback']:7d}")
         for reason, n in p["reasons"].items():
+            lines.append(f"      {n:7d} on DGL: {reason}")
+    for name, m in s.get("modules", {}).items():
+        lines.append(f"  {name + '.forward':28s} lean path {m['lean']:6d}   DGL {m['dgl']:7d}")
+        for reason, n in m["reasons"].items():
             lines.append(f"      {n:7d} on DGL: {reason}")
     if s["signatures"]:
         lines.append("  signatures:")

@@ -1,0 +1,193 @@
+"""The lean forwards of DGL's GraphConv, SAGEConv and GINConv (dgl.nn.pytorch.conv; the same code
+in DGL 1.1 to 2.4).
+
+Each makes DGL's module's operations in DGL's order, on the same operands, with the same
+autograd: the aggregation is the call DGL's `update_all` reaches (`dgl.ops.gspmm`, hence the
+plugin's kernels, its mean and DGL's autograd functions), and max/min's isolated nodes get DGL's
+zeros. What goes is the host work around it: the graph's local scope, its node frames, the
+message and reduce functions' lookups, and the per-forward degree work, which the graph cache
+holds once per graph (`facts`). Each forward takes the graph's cache entry, which `modules`
+resolves and checks (one edge type, rows, device, dtype) before it runs one of these.
+
+Errors are DGL's: the zero-in-degree DGLError exactly where DGL raises it, the same assertion on
+an edge weight's length, the same DGLError for an external weight beside the module's own.
+"""
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+
+from dgl_ugraph.dgl.modules import facts
+
+# DGL's messages, word for word (dgl/nn/pytorch/conv/graphconv.py).
+ZERO_IN_DEGREE = (
+    "There are 0-in-degree nodes in the graph, output for those nodes will be invalid. This is harmful for some "
+    "applications, causing silent performance regression. Adding self-loop on the input graph by calling "
+    "`g = dgl.add_self_loop(g)` will resolve the issue. Setting ``allow_zero_in_degree`` to be `True` when "
+    "constructing this module will suppress the check and let the code run.")
+EXTERNAL_WEIGHT = ("External weight is provided while at the same time the module has defined its own weight "
+                   "parameter. Please create the module with flag weight=False.")
+
+MULTI_DIMENSIONAL_WEIGHT = ("Currently the normalization is only defined on scalar edge weight. Please customize the "
+                            "normalization for your high-dimensional weights.")
+NON_POSITIVE_WEIGHT = ('Non-positive edge weight detected with `norm="both"`. This leads to square root of zero or '
+                       "negative values.")
+
+_dgl = {}  # DGL's functions these forwards call, looked up on first use
+
+
+def dgl_api() -> dict:
+    """DGL's functions that the lean forwards call (dgl.ops.spmm and dgl.ops.sddmm as modules, whose
+    globals are looked up per call), imported on first use: this package must import without DGL."""
+    if not _dgl:
+        import dgl.ops.sddmm
+        import dgl.ops.spmm
+        from dgl import DGLError
+        from dgl.backend.pytorch import sparse
+        from dgl.backend import replace_inf_with_zero
+        from dgl.nn.functional import edge_softmax
+        from dgl.utils import check_eq_shape, expand_as_pair
+        _dgl.update(spmm=dgl.ops.spmm, sddmm=dgl.ops.sddmm, sparse=sparse, edge_softmax=edge_softmax, DGLError=DGLError,
+                    replace_inf_with_zero=replace_inf_with_zero, expand_as_pair=expand_as_pair,
+                    check_eq_shape=check_eq_shape)
+    return _dgl
+
+
+def aggregate(graph, reduce_op: str, x, edge_weight):
+    """What `graph.update_all(fn.copy_u / fn.u_mul_e, reduce)` leaves in dstdata: dgl.ops.gspmm
+    (looked up per call: the plugin's mean replaces it), isolated nodes 0 under max and min."""
+    api = dgl_api()
+    if edge_weight is None:
+        out = api["spmm"].gspmm(graph, "copy_lhs", reduce_op, x, None)
+    else:
+        out = api["spmm"].gspmm(graph, "mul", reduce_op, x, edge_weight)
+    if reduce_op in ("max", "min"):
+        out = api["replace_inf_with_zero"](out)
+    return out
+
+
+def shares_frames(graph) -> bool:
+    """Whether the graph's srcdata and dstdata are one frame (one node type, not a block): a
+    destination field DGL's forward sets then replaces the source field of the same name."""
+    return not graph.is_block and len(graph.ntypes) == 1
+
+
+def _edge_weight_checked(entry, edge_weight):
+    if edge_weight is not None:
+        assert edge_weight.shape[0] == entry.ugraph.num_edges
+    return edge_weight
+
+
+def graph_conv(self, graph, entry, feat, weight=None, edge_weight=None):
+    """GraphConv.forward."""
+    api = dgl_api()
+    if not self._allow_zero_in_degree and facts.has_zero_in_degree(entry):
+        raise api["DGLError"](ZERO_IN_DEGREE)
+    edge_weight = _edge_weight_checked(entry, edge_weight)
+    feat_src, feat_dst = api["expand_as_pair"](feat, graph)
+    if self._norm in ("left", "both"):
+        feat_src = feat_src * facts.degree_norm(entry, True, self._norm == "both", feat_src)
+    if weight is not None:
+        if self.weight is not None:
+            raise api["DGLError"](EXTERNAL_WEIGHT)
+    else:
+        weight = self.weight
+    if self._in_feats > self._out_feats:
+        if weight is not None:
+            feat_src = torch.matmul(feat_src, weight)
+        rst = aggregate(graph, "sum", feat_src, edge_weight)
+    else:
+        rst = aggregate(graph, "sum", feat_src, edge_weight)
+        if weight is not None:
+            rst = torch.matmul(rst, weight)
+    if self._norm in ("right", "both"):
+        rst = rst * facts.degree_norm(entry, False, self._norm == "both", feat_dst)
+    if self.bias is not None:
+        rst = rst + self.bias
+    if self._activation is not None:
+        rst = self._activation(rst)
+    return rst
+
+
+def sage_conv(self, graph, entry, feat, edge_weight=None):
+    """SAGEConv.forward for the mean, gcn and pool aggregators."""
+    if isinstance(feat, tuple):
+        feat_src = self.feat_drop(feat[0])
+        feat_dst = self.feat_drop(feat[1])
+    else:
+        feat_src = feat_dst = self.feat_drop(feat)
+        if graph.is_block:
+            feat_dst = feat_src[:entry.ugraph.num_dst]
+    edge_weight = _edge_weight_checked(entry, edge_weight)
+    h_self = feat_dst
+    lin_before_mp = self._in_src_feats > self._out_feats
+    aggre = self._aggre_type
+    if aggre == "mean":
+        h = self.fc_neigh(feat_src) if lin_before_mp else feat_src
+        h_neigh = aggregate(graph, "mean", h, edge_weight)
+        if not lin_before_mp:
+            h_neigh = self.fc_neigh(h_neigh)
+    elif aggre == "gcn":
+        dgl_api()["check_eq_shape"](feat)
+        h = self.fc_neigh(feat_src) if lin_before_mp else feat_src
+        if isinstance(feat, tuple):
+            h_dst = self.fc_neigh(feat_dst) if lin_before_mp else feat_dst
+        elif graph.is_block:
+            h_dst = h[:entry.ugraph.num_dst]
+        else:
+            h_dst = h
+        if isinstance(feat, tuple) and shares_frames(graph):
+            h = h_dst  # DGL's dstdata["h"] overwrites srcdata["h"]: one frame on a homogeneous graph
+        neigh = aggregate(graph, "sum", h, edge_weight)
+        h_neigh = (neigh + h_dst) / facts.self_loop_divisor(entry, feat_dst)
+        if not lin_before_mp:
+            h_neigh = self.fc_neigh(h_neigh)
+    else:  # pool (modules.SAGE_AGGREGATORS)
+        h = F.relu(self.fc_pool(feat_src))
+        h_neigh = self.fc_neigh(aggregate(graph, "max", h, edge_weight))
+    if aggre == "gcn":
+        rst = h_neigh
+        if self.bias is not None:
+            rst = rst + self.bias
+    else:
+        rst = self.fc_self(h_self) + h_neigh
+    if self.activation is not None:
+        rst = self.activation(rst)
+    if self.norm is not None:
+        rst = self.norm(rst)
+    return rst
+
+
+def gin_conv(self, graph, entry, feat, edge_weight=None):
+    """GINConv.forward."""
+    edge_weight = _edge_weight_checked(entry, edge_weight)
+    feat_src, feat_dst = dgl_api()["expand_as_pair"](feat, graph)
+    neigh = aggregate(graph, self._aggregator_type, feat_src, edge_weight)
+    rst = (1 + self.eps) * feat_dst + neigh
+    if self.apply_func is not None:
+        rst = self.apply_func(rst)
+    if self.activation is not None:
+        rst = self.activation(rst)
+    return rst
+
+
+def edge_weight_norm(self, graph, entry, edge_weight):
+    """EdgeWeightNorm.forward: each node's weighted out- (norm 'both') and in-degree as DGL's
+    update_all(copy_e, sum) on the reverse graph and the graph, then the edge weights scaled by
+    both ends' norms in DGL's order, (src * dst) * weight, through u_mul_v where DGL runs a Python
+    edge function."""
+    api = dgl_api()
+    if len(edge_weight.shape) > 1:
+        raise api["DGLError"](MULTI_DIMENSIONAL_WEIGHT)
+    if self._norm == "both" and torch.any(edge_weight <= 0).item():
+        raise api["DGLError"](NON_POSITIVE_WEIGHT)
+    ug = entry.ugraph
+    src_w = torch.ones(ug.num_src, dtype=edge_weight.dtype, device=edge_weight.device)
+    dst_w = torch.ones(ug.num_dst, dtype=edge_weight.dtype, device=edge_weight.device)
+    gspmm = api["sparse"].gspmm
+    if self._norm == "both":
+        src_w = torch.pow(gspmm(graph._graph.reverse(), "copy_rhs", "sum", None, edge_weight) + self._eps, -0.5)
+    if self._norm != "none":
+        degs = gspmm(graph._graph, "copy_rhs", "sum", None, edge_weight) + self._eps
+        dst_w = torch.pow(degs, -0.5) if self._norm == "both" else 1.0 / degs
+    return api["sddmm"].gsddmm(graph, "mul", src_w, dst_w, "u", "v") * edge_weight
