@@ -64,13 +64,13 @@ def test_models_have_paper_sizes(name):
                                torch.randn(30, 20)).shape[-1] == 16
 
 
-@pytest.mark.parametrize("sparse_free", [False, True])
-def test_bench_case_rows(sparse_free):
+@pytest.mark.parametrize("sparse_free,kernels_only", [(False, False), (True, False), (False, True)])
+def test_bench_case_rows(sparse_free, kernels_only):
     src, dst, n = small_graph(60, 300, 1)
     args = SimpleNamespace(modes=["inference", "training"], reps=2, warmup=1, min_s=0.0, max_reps=2, case_max_s=5.0,
-                           sparse_free=sparse_free)
+                           sparse_free=sparse_free, kernels_only=kernels_only)
     rows = bm.bench_case("SAGE-mean", "tiny", bm.prepare_inputs((src, dst, n, None, None)), args, "cpu")
-    impls = ("dgl", "ugraph") + ((bm.SPARSE_FREE,) if sparse_free else ())
+    impls = ("dgl", "ugraph") + ((bm.SPARSE_FREE,) if sparse_free else ()) + ((bm.KERNELS_ONLY,) if kernels_only else ())
     assert len(rows) == 2 * len(impls)
     assert {(r["mode"], r["impl"]) for r in rows} == {(m, i) for m in ("inference", "training") for i in impls}
     for r in rows:

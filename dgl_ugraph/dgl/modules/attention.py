@@ -2,7 +2,7 @@
 (dgl.nn.pytorch.conv; the same code in DGL 1.1 to 2.4).
 
 DGL's operations in DGL's order on the same operands: the scores on every edge (the `u_add_v` or
-`u_dot_v` that `apply_edges` reaches, dgl.ops.gsddmm), the leaky ReLU, DGL's edge softmax (which
+`u_dot_v` that `apply_edges` reaches, convs.message), the leaky ReLU, DGL's edge softmax (which
 the plugin runs as its fused kernel on CUDA and its fused CPU kernel), the attention dropout, any
 edge weight, and the weighted aggregation (`u_mul_e` sum), then the residual, bias and
 activation. What goes is the graph's local scope and frames and the per-forward zero-in-degree
@@ -11,7 +11,7 @@ check, which the graph cache answers once per graph (`facts`).
 from __future__ import annotations
 
 from dgl_ugraph.dgl.modules import facts
-from dgl_ugraph.dgl.modules.convs import ZERO_IN_DEGREE, aggregate, dgl_api, shares_frames
+from dgl_ugraph.dgl.modules.convs import ZERO_IN_DEGREE, aggregate, dgl_api, message, shares_frames
 
 
 def _check_zero_in_degree(self, entry, api):
@@ -43,7 +43,7 @@ def gat_conv(self, graph, entry, feat, edge_weight=None, get_attention=False):
             dst_prefix_shape = (num_dst,) + dst_prefix_shape[1:]
     el = (feat_src * self.attn_l).sum(dim=-1).unsqueeze(-1)
     er = (feat_dst * self.attn_r).sum(dim=-1).unsqueeze(-1)
-    e = self.leaky_relu(api["sddmm"].gsddmm(graph, "add", el, er, "u", "v"))
+    e = self.leaky_relu(message(graph, "add", el, er, "u", "v"))
     a = self.attn_drop(api["edge_softmax"](graph, e))
     if edge_weight is not None:
         a = a * edge_weight.tile(1, heads, 1).transpose(0, 2)
@@ -77,7 +77,7 @@ def gatv2_conv(self, graph, entry, feat, get_attention=False):
             num_dst = entry.ugraph.num_dst
             feat_dst = feat_dst[:num_dst]
             h_dst = h_dst[:num_dst]
-    e = self.leaky_relu(api["sddmm"].gsddmm(graph, "add", feat_src, feat_dst, "u", "v"))
+    e = self.leaky_relu(message(graph, "add", feat_src, feat_dst, "u", "v"))
     e = (e * self.attn).sum(dim=-1).unsqueeze(dim=2)
     a = self.attn_drop(api["edge_softmax"](graph, e))
     rst = aggregate(graph, "sum", feat_src, a)
@@ -104,7 +104,7 @@ def dot_gat_conv(self, graph, entry, feat, get_attention=False):
         feat_src = feat_dst = self.fc(feat).view(-1, heads, out_feats)
         if graph.is_block:
             feat_dst = feat_src[:entry.ugraph.num_dst]
-    a = api["sddmm"].gsddmm(graph, "dot", feat_src, feat_dst, "u", "v")
+    a = message(graph, "dot", feat_src, feat_dst, "u", "v")
     sa = api["edge_softmax"](graph, a / self._out_feats ** 0.5)
     rst = aggregate(graph, "sum", feat_src, sa)
     if get_attention:

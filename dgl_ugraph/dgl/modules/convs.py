@@ -2,9 +2,11 @@
 in DGL 1.1 to 2.4).
 
 Each makes DGL's module's operations in DGL's order, on the same operands, with the same
-autograd: the aggregation is the call DGL's `update_all` reaches (`dgl.ops.gspmm`, hence the
-plugin's kernels, its mean and DGL's autograd functions), and max/min's isolated nodes get DGL's
-zeros. What goes is the host work around it: the graph's local scope, its node frames, the
+autograd: an aggregation or a message is the call DGL's `update_all` or `apply_edges` reaches
+(dgl.ops' gspmm/gsddmm on a graph of one edge type: the operands' ranks padded alike, then DGL's
+backend entry on the graph index, which the plugin replaces: its kernels, and DGL's autograd
+function wherever autograd records the call; a mean through dgl.ops' gspmm, which the plugin's
+mean replaces), and max/min's isolated nodes get DGL's zeros. What goes is the host work around it: the graph's local scope, its node frames, the
 message and reduce functions' lookups, and the per-forward degree work, which the graph cache
 holds once per graph (`facts`). Each forward takes the graph's cache entry, which `modules`
 resolves and checks (one edge type, rows, device, dtype) before it runs one of these.
@@ -37,33 +39,45 @@ _dgl = {}  # DGL's functions these forwards call, looked up on first use
 
 
 def dgl_api() -> dict:
-    """DGL's functions that the lean forwards call (dgl.ops.spmm and dgl.ops.sddmm as modules, whose
-    globals are looked up per call), imported on first use: this package must import without DGL."""
+    """DGL's functions that the lean forwards call (dgl.ops.spmm and DGL's PyTorch backend as modules,
+    whose globals the plugin replaces and are looked up per call), imported on first use: this
+    package must import without DGL."""
     if not _dgl:
-        import dgl.ops.sddmm
         import dgl.ops.spmm
         from dgl import DGLError
         from dgl.backend.pytorch import sparse
         from dgl.backend import replace_inf_with_zero
         from dgl.nn.functional import edge_softmax
+        from dgl.ops.spmm import reshape_lhs_rhs
         from dgl.utils import check_eq_shape, expand_as_pair
-        _dgl.update(spmm=dgl.ops.spmm, sddmm=dgl.ops.sddmm, sparse=sparse, edge_softmax=edge_softmax, DGLError=DGLError,
-                    replace_inf_with_zero=replace_inf_with_zero, expand_as_pair=expand_as_pair,
-                    check_eq_shape=check_eq_shape)
+        _dgl.update(spmm=dgl.ops.spmm, sparse=sparse, edge_softmax=edge_softmax, DGLError=DGLError,
+                    replace_inf_with_zero=replace_inf_with_zero, reshape_lhs_rhs=reshape_lhs_rhs,
+                    expand_as_pair=expand_as_pair, check_eq_shape=check_eq_shape)
     return _dgl
 
 
 def aggregate(graph, reduce_op: str, x, edge_weight):
-    """What `graph.update_all(fn.copy_u / fn.u_mul_e, reduce)` leaves in dstdata: dgl.ops.gspmm
-    (looked up per call: the plugin's mean replaces it), isolated nodes 0 under max and min."""
+    """What `graph.update_all(fn.copy_u / fn.u_mul_e, reduce)` leaves in dstdata, isolated nodes 0
+    under max and min. A mean goes through dgl.ops.gspmm, looked up per call (the plugin's mean
+    replaces it); the other reducers straight to the backend entry, as dgl.ops.gspmm calls it."""
     api = dgl_api()
-    if edge_weight is None:
-        out = api["spmm"].gspmm(graph, "copy_lhs", reduce_op, x, None)
-    else:
-        out = api["spmm"].gspmm(graph, "mul", reduce_op, x, edge_weight)
+    op = "copy_lhs" if edge_weight is None else "mul"
+    if reduce_op == "mean":
+        return api["spmm"].gspmm(graph, op, reduce_op, x, edge_weight)
+    if edge_weight is not None:
+        x, edge_weight = api["reshape_lhs_rhs"](x, edge_weight)
+    out = api["sparse"].gspmm(graph._graph, op, reduce_op, x, edge_weight)
     if reduce_op in ("max", "min"):
         out = api["replace_inf_with_zero"](out)
     return out
+
+
+def message(graph, op: str, lhs, rhs, lhs_target: str, rhs_target: str):
+    """What `graph.apply_edges` of a builtin binary message leaves in edata: dgl.ops.gsddmm's call
+    of the backend entry on a graph of one edge type."""
+    api = dgl_api()
+    lhs, rhs = api["reshape_lhs_rhs"](lhs, rhs)
+    return api["sparse"].gsddmm(graph._graph, op, lhs, rhs, lhs_target, rhs_target)
 
 
 def shares_frames(graph) -> bool:
@@ -190,4 +204,4 @@ def edge_weight_norm(self, graph, entry, edge_weight):
     if self._norm != "none":
         degs = gspmm(graph._graph, "copy_rhs", "sum", None, edge_weight) + self._eps
         dst_w = torch.pow(degs, -0.5) if self._norm == "both" else 1.0 / degs
-    return api["sddmm"].gsddmm(graph, "mul", src_w, dst_w, "u", "v") * edge_weight
+    return message(graph, "mul", src_w, dst_w, "u", "v") * edge_weight
