@@ -44,8 +44,9 @@ def package_of(filename: str, name: str) -> str:
     return "other"
 
 
-def profile(run, calls: int, warmup: int, sync) -> dict:
-    """Microseconds per call by package, and the wall time per profiled call."""
+def profile(run, calls: int, warmup: int, sync, top: int = 0) -> dict:
+    """Microseconds per call by package, and the wall time per profiled call; with `top`, the
+    functions of most own time are printed, with their microseconds and calls per call."""
     for _ in range(warmup):
         run()
     sync()
@@ -58,8 +59,14 @@ def profile(run, calls: int, warmup: int, sync) -> dict:
     prof.disable()
     wall = (time.perf_counter() - t0) / calls * 1e6
     by_package = dict.fromkeys(PACKAGES, 0.0)
-    for (filename, _, name), (_, _, tottime, _, _) in pstats.Stats(prof).stats.items():
+    stats = pstats.Stats(prof).stats
+    for (filename, _, name), (_, ncalls, tottime, _, _) in stats.items():
         by_package[package_of(filename, name)] += tottime / calls * 1e6
+    ranked = sorted(stats.items(), key=lambda item: -item[1][2])[:top]
+    for (filename, line, name), (_, ncalls, tottime, cumtime, _) in ranked:
+        where = filename if filename == "~" else "/".join(filename.split("/")[-2:]) + f":{line}"
+        print(f"    {tottime / calls * 1e6:8.1f} us own {cumtime / calls * 1e6:8.1f} us cum {ncalls / calls:5.1f} calls  "
+              f"{name} ({where})")
     return {"wall_us": round(wall, 1), **{f"{p}_us": round(v, 1) for p, v in by_package.items()}}
 
 
@@ -71,6 +78,8 @@ def main():
     ap.add_argument("--modes", default=",".join(bm.MODES))
     ap.add_argument("--calls", type=int, default=50)
     ap.add_argument("--warmup", type=int, default=5)
+    ap.add_argument("--impls", default="dgl,ugraph_kernels,ugraph,pyg")
+    ap.add_argument("--top", type=int, default=0, help="print each run's N functions of most own time")
     ap.add_argument("--out", required=True)
     args = ap.parse_args()
 
@@ -103,7 +112,10 @@ def main():
                     if pyg is not None:
                         impls["pyg"] = pyg[mode]
                     for impl, run in impls.items():
-                        row = profile(lambda: bm._call(impl, run), args.calls, args.warmup, sync)
+                        if impl not in args.impls.split(","):
+                            continue
+                        print(f"{model_name} {gname} {mode} {impl}:", flush=True)
+                        row = profile(lambda: bm._call(impl, run), args.calls, args.warmup, sync, args.top)
                         rows.append(dict(device=name, model=model_name, graph=gname, mode=mode, impl=impl,
                                          calls=args.calls, **row))
                         print(f"{model_name:9} {gname:10} {mode:9} {impl:15} " +
