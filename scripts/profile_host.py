@@ -3,7 +3,8 @@ host's time, for DGL's models with the plugin off (`dgl`), on with DGL's module 
 (`ugraph_kernels`), on with the module patterns' lean paths (`ugraph`), and PyG's twins (`pyg`).
 
 Each (model, graph, mode, impl) runs --calls calls under cProfile after warm-up calls, each
-ended by the device's synchronization; every profiled function's own time (tottime) goes to the
+ended by the device's synchronization; every profiled function's own time (tottime; a tensor
+operator such as `x * y` is no call to the profiler, so its time is its caller's) goes to the
 package of its file: dgl_ugraph, dgl, torch_geometric, torch (torch's Python and its C functions,
 which launch the kernels), or other (the benchmark, builtins, the synchronization's wait). The
 rows give microseconds per call; `wall_us` is the profiled call's wall time, so the profiler's
