@@ -262,6 +262,7 @@ def test_zero_in_degree_error_exactly_as_dgl(device, graphs):
         module(g, x)
     assert str(ours.value) == str(dgl_error.value)
     assert dgl_ugraph.stats()["modules"]["GraphConv"]["lean"] == 1
+    assert re.search(r"GraphConv\.forward +lean path +1 ", dgl_ugraph.report())
     loops = graphs["self-loops"].to(device)
     x, _ = features(loops, 6, torch.float64, device, seed=4)
     lean_only(check_against_dgl(module.double(), loops, x, None, torch.float64), "GraphConv")

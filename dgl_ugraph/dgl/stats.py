@@ -166,7 +166,7 @@ def report(data: Optional[dict] = None) -> str:
         lines.append(f"  {name:28s} dgl_ugraph {p['intercepted']:7d}   DGL {p['fallback']:7d}")
         for reason, n in p["reasons"].items():
             lines.append(f"      {n:7d} on DGL: {reason}")
-    for name, m in s.get("modules", {}).items():
+    for name, m in s["modules"].items():
         lines.append(f"  {name + '.forward':28s} lean path {m['lean']:6d}   DGL {m['dgl']:7d}")
         for reason, n in m["reasons"].items():
             lines.append(f"      {n:7d} on DGL: {reason}")
