@@ -24,6 +24,7 @@ from dgl.nn import DotGatConv, EdgeWeightNorm, GATConv, GATv2Conv, GINConv, Grap
 
 import dgl_ugraph
 from dgl_ugraph.dgl import cache
+from dgl_ugraph.dgl.modules import fused
 from test_dgl_convs import conv_graph
 
 pytestmark = pytest.mark.usefixtures("plugin_on")
@@ -192,6 +193,34 @@ def test_lean_path_matches_dgl(name, graph_name, dtype, device, graphs):
     lean_only(modules, module_class(name))
 
 
+FUSED_NORMS = [n for n in CASES if n.startswith(("GraphConv-both", "GraphConv-left"))]
+
+
+def norm_sum_calls() -> dict:
+    """stats()'s counts of the fused row of GraphConv's normalized aggregation."""
+    found = dgl_ugraph.stats()["patterns"].get("gspmm_norm_sum", {})
+    return {"lean": found.get("intercepted", 0), "dgl": found.get("fallback", 0)}
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32], ids=["float64", "float32"])
+@pytest.mark.parametrize("graph_name", ["skewed", "self-loops", "no-edges", "block", "bipartite"])
+@pytest.mark.parametrize("name", FUSED_NORMS)
+def test_graph_conv_fused_norms_match_dgl(name, graph_name, dtype, device, graphs, monkeypatch):
+    """GraphConv's norms folded into its aggregation (modules.fused), forward and backward, on
+    every device: the CPU runs DGL's order unless told otherwise."""
+    monkeypatch.setattr(fused, "FUSED_DEVICES", ("cpu", "cuda"))
+    make, _ = CASES[name]
+    g = graphs[graph_name].to(device)
+    torch.manual_seed(1)
+    module = make().to(device, dtype)
+    feat, _ = features(g, in_width(module), dtype, device, seed=sum(map(ord, name + graph_name)))
+    lean_only(check_against_dgl(module, g, feat, None, dtype), "GraphConv")
+    calls = norm_sum_calls()
+    # One call forward and one backward on the reverse graph (norm 'left': the backward is a plain sum).
+    assert calls == {"lean": 1 if "left" in name else 2, "dgl": 0}, dgl_ugraph.stats()["patterns"]
+
+
 @pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("name", [n for n in CASES if "dropout" in n] + ["GraphConv-both-narrowing", "SAGEConv-pool"])
 def test_inference_matches_dgl(name, device, graphs):
@@ -282,9 +311,13 @@ def test_external_weight_and_its_error(device, graphs):
 
 
 @pytest.mark.parametrize("device", DEVICES)
-def test_second_order_gradients(device, graphs):
+@pytest.mark.parametrize("fold", [False, True], ids=["dgl-order", "fused-norms"])
+def test_second_order_gradients(fold, device, graphs, monkeypatch):
     """A gradient penalty: autograd records the backward (create_graph), through DGL's autograd
-    functions on the lean path as on DGL's forward."""
+    functions on the lean path as on DGL's forward (GraphConv's fused norms: DGL's differentiable
+    reverse sum inside its backward)."""
+    if fold:
+        monkeypatch.setattr(fused, "FUSED_DEVICES", ("cpu", "cuda"))
     g = graphs["skewed"].to(device)
     for module in (GraphConv(6, 5, **ZERO_OK), SAGEConv(6, 5, "gcn"), GINConv(_mlp(6, 5), "mean"),
                    GATConv(6, 3, 2, **ZERO_OK), GATv2Conv(6, 3, 2, **ZERO_OK), DotGatConv(6, 3, 2, **ZERO_OK)):

@@ -31,11 +31,10 @@ import warnings
 
 import torch
 
-from dgl_ugraph.core import ops
-from dgl_ugraph.core.ops import Plan, edge_softmax
+from dgl_ugraph.core.ops import edge_softmax
 from dgl_ugraph.dgl import degrees, indexes, mean, modules, patterns
-from dgl_ugraph.dgl.recognition import (Decision, after_failure, count_fallback, decision_for, make_op_info, meta,
-                                        warn_once)
+from dgl_ugraph.dgl.recognition import Decision, count_fallback, meta, warn_once
+from dgl_ugraph.dgl.routing import route, run_spmm, run_spmm_only, run_spmm_out, run_sddmm
 from dgl_ugraph.dgl.stats import DGL, record, set_enabled
 
 # The DGL releases whose dgl.backend.pytorch.sparse binds these names with these signatures.
@@ -206,88 +205,6 @@ def enable_quietly():
 # ---- the replacements ---------------------------------------------------------------------------
 
 
-def _planned(d: Decision, entry, lhs, rhs, args=True):
-    """The decision's kernel call: planned by its first call, each later one reusing the plan.
-    Max/min's args come in DGL's index type (cache.GraphEntry.idtype)."""
-    if d.plan is None:
-        op_info = make_op_info(d.pattern, lhs, rhs)
-        first = ops.prepare(entry.ugraph, op_info, d.choice.parallel_info if d.choice else None, args=args,
-                            arg_dtype=entry.idtype)
-        d.plan = Plan(entry.ugraph, op_info, first=first)
-        # The first call runs what it prepared: its outputs, and its copy of an operand whose
-        # features are not contiguous (a gradient expanded from a sum), made once, not again by
-        # the plan. Every call of a graph seen once (a sampled block) is such a first call.
-        return first.run()
-    return d.plan.run(lhs, rhs)  # the plan reads only the operands its pattern uses
-
-
-def _run_spmm(d: Decision, entry, lhs, rhs, args=True):
-    """(out, (argX, argY)) as DGL's _gspmm; without `args`, max/min's args are None (their
-    decision is keyed apart: _spmm)."""
-    plan = d.plan  # made by the first call on a graph with edges
-    if plan is not None and d.plain:
-        out, arg_a, arg_b = plan.run(lhs, rhs)
-        return out, (arg_a, arg_b)
-    if d.expand_lhs:
-        lhs = lhs.unsqueeze(-1)
-    if d.expand_rhs:
-        rhs = rhs.unsqueeze(-1)
-    graph = entry.ugraph
-    p = d.pattern
-    if graph.num_edges == 0:
-        # DGL skips its kernel on a graph without edges and returns the zeros it allocated.
-        x = lhs if p.A_type != "null" else rhs
-        out = torch.zeros((graph.num_dst,) + d.out_shape, dtype=x.dtype, device=x.device)
-        cmp = args and p.gather_op in ("max", "min")
-        arg_a = torch.zeros(out.shape, dtype=entry.idtype, device=x.device) if cmp and p.A_type != "null" else None
-        arg_b = torch.zeros(out.shape, dtype=entry.idtype, device=x.device) if cmp and p.B_type != "null" else None
-    else:
-        out, arg_a, arg_b = _planned(d, entry, lhs, rhs, args)
-    if d.squeeze_out:
-        out = out.squeeze(-1)
-    if d.expand_lhs and arg_a is not None:
-        arg_a = arg_a.squeeze(-1)
-    if d.expand_rhs and arg_b is not None:
-        arg_b = arg_b.squeeze(-1)
-    return out, (arg_a, arg_b)
-
-
-def _run_sddmm(d: Decision, entry, lhs, rhs):
-    plan = d.plan
-    if plan is not None and d.plain:
-        return plan.run(lhs, rhs)[0]
-    if d.expand_lhs:
-        lhs = lhs.unsqueeze(-1)
-    if d.expand_rhs:
-        rhs = rhs.unsqueeze(-1)
-    out = _planned(d, entry, lhs, rhs)[0]
-    return out.squeeze(-1) if d.squeeze_out else out
-
-
-def _route(gidx, sig_key, op, lhs, rhs, run, native):
-    """Runs a recognized call on dgl_ugraph with `run`, anything else (and a call whose kernel
-    raised) on DGL with `native`, counting it where it ran."""
-    entry, d = decision_for(gidx, sig_key, op, lhs, rhs)
-    if d is not None and d.pattern is not None:
-        try:
-            result = run(d, entry, lhs, rhs)
-        except Exception as exc:  # never the reason a run breaks: DGL computes it instead
-            d = after_failure(entry, sig_key, d, exc)
-        else:
-            d.record.calls += 1
-            return result
-    if d is not None:
-        d.record.calls += 1
-        if d.error is not None:
-            from dgl import DGLError
-            raise DGLError(d.error)
-    return native()
-
-
-def _run_spmm_out(d: Decision, entry, lhs, rhs):
-    return _run_spmm(d, entry, lhs, rhs, args=False)
-
-
 def _spmm(gidx, op, reduce_op, u, e, native, args=True):
     """`args` False: a max/min whose argX/argY no one reads (see _gspmm) runs without them,
     on a decision of its own (key slot 3: "no args"), its args None."""
@@ -295,14 +212,14 @@ def _spmm(gidx, op, reduce_op, u, e, native, args=True):
     rhs = e if op != "copy_lhs" else None
     out_only = not args and reduce_op in ("max", "min")
     sig_key = ("gspmm", op, reduce_op, "no args" if out_only else None, meta(lhs), meta(rhs))
-    return _route(gidx, sig_key, op, lhs, rhs, _run_spmm_out if out_only else _run_spmm, native)
+    return route(gidx, sig_key, op, lhs, rhs, run_spmm_out if out_only else run_spmm, native)
 
 
 def _sddmm(gidx, op, lhs, rhs, lhs_target, rhs_target, native):
     used_lhs = lhs if op != "copy_rhs" else None
     used_rhs = rhs if op != "copy_lhs" else None
     sig_key = ("gsddmm", op, lhs_target, rhs_target, meta(used_lhs), meta(used_rhs))
-    return _route(gidx, sig_key, op, used_lhs, used_rhs, _run_sddmm, native)
+    return route(gidx, sig_key, op, used_lhs, used_rhs, run_sddmm, native)
 
 
 def _args_read(caller, u, e) -> bool:
@@ -332,17 +249,13 @@ def _gspmm(gidx, op, reduce_op, u, e, args=None):
     return _spmm(gidx, op, reduce_op, u, e, lambda: _dgl["_gspmm"](gidx, op, reduce_op, u, e), args)
 
 
-def _run_spmm_only(d: Decision, entry, lhs, rhs):
-    return _run_spmm(d, entry, lhs, rhs)[0]
-
-
 def mean_backward(gidx, grad, divisor, reciprocal):
     """The source gradient of a copy_u mean on `gidx` (mean._FusedMean): on the reverse graph,
     the sum of grad * reciprocal over each source's out-edges, each message scaled as it is read,
     in one kernel call. DGL (and a call that runs on DGL) divides the whole gradient by `divisor`
     first, then sums it on the reverse graph."""
     rev = gidx.reverse()
-    return _route(rev, ("mean_backward", meta(grad), meta(reciprocal)), "mul", grad, reciprocal, _run_spmm_only,
+    return route(rev, ("mean_backward", meta(grad), meta(reciprocal)), "mul", grad, reciprocal, run_spmm_only,
                   lambda: _dgl["_gspmm"](rev, "copy_lhs", "sum", grad / divisor, None)[0])
 
 
@@ -413,11 +326,11 @@ def _edge_softmax_forward(gidx, e, op):
     native = lambda: _dgl["_edge_softmax_forward"](gidx, e, op)  # noqa: E731
     if op != "copy_rhs":  # the only op DGL's EdgeSoftmax passes; anything else is DGL's to judge
         return native()
-    return _route(gidx, ("edge_softmax", "edge_softmax_forward", meta(e)), op, e, None, _run_softmax, native)
+    return route(gidx, ("edge_softmax", "edge_softmax_forward", meta(e)), op, e, None, _run_softmax, native)
 
 
 def _edge_softmax_backward(gidx, out, sds):
-    return _route(gidx, ("edge_softmax", "edge_softmax_backward", meta(out), meta(sds)), None, out, sds,
+    return route(gidx, ("edge_softmax", "edge_softmax_backward", meta(out), meta(sds)), None, out, sds,
                   _run_softmax, lambda: _dgl["_edge_softmax_backward"](gidx, out, sds))
 
 
@@ -481,7 +394,7 @@ def _edge_softmax(gidx, logits, eids=None, norm_by="dst"):
     # As DGL's EdgeSoftmax: a softmax over each source's out-edges is the reverse graph's over
     # its destinations' in-edges (the reverse index, cached per graph by `indexes`).
     rows = gidx.reverse() if norm_by == "src" else gidx
-    return _route(rows, ("edge_softmax", key, meta(logits)), None, logits, None,
+    return route(rows, ("edge_softmax", key, meta(logits)), None, logits, None,
                   lambda d, entry, x, y: _FusedEdgeSoftmax.apply(x, entry.ugraph, rows), native)
 
 

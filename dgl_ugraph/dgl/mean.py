@@ -185,7 +185,14 @@ def _fused(op, x, graph) -> bool:
             and torch.is_grad_enabled() and x.is_floating_point() and x.dim() > 0
             and x.device.type in FUSED_DEVICES and not torch.is_autocast_enabled()):
         return False
-    if math.prod(x.shape[1:]) >= FUSE_MIN_WIDTH or graph.num_edges < FUSE_NARROW_MIN_EDGES:
+    return scaled_messages_win(math.prod(x.shape[1:]), graph)
+
+
+def scaled_messages_win(width: int, graph) -> bool:
+    """Whether an aggregation that scales each message by a per-node value as it reads it (B typed
+    like A, a load an edge) beats a pass over the rows and the plain aggregation, at `width`
+    features a row on `graph` (the narrow rows of large, dense graphs lose: module docstring)."""
+    if width >= FUSE_MIN_WIDTH or graph.num_edges < FUSE_NARROW_MIN_EDGES:
         return True
     return graph.num_edges < FUSE_NARROW_MAX_DEGREE * max(graph.num_src, 1)
 

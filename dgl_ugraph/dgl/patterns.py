@@ -20,6 +20,8 @@ TABLE_NAME = "switching_table.json"
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # The fused row of a copy_u mean's backward (dgl_ugraph/dgl/mean.py).
 MEAN_BACKWARD = "gspmm_mean_backward"
+# The fused row of GraphConv's normalized aggregation (dgl_ugraph/dgl/modules/fused.py).
+NORM_SUM = "gspmm_norm_sum"
 # DGL accepts these aliases for gsddmm targets (dgl._sparse_ops.target_mapping).
 _TARGET_ALIASES = {"u": "u", "v": "v", "e": "e", "src": "u", "dst": "v", "edge": "e"}
 
@@ -150,7 +152,7 @@ def markdown_table() -> str:
         if name in fused_operators():
             p = fused_operators()[name]
             lines.append(f"| `{name}` | ({p.edge_op}, {p.gather_op}, {p.A_type}, {p.B_type}, {p.C_type}): "
-                         f"{row['kernel']} | backward passes on {row['device'].upper()} |")
+                         f"{row['kernel']} | {row.get('reached', 'backward passes')} on {row['device'].upper()} |")
             continue
         reached = [b[len("dgl.ops."):] for b, entry in builtins.items()
                    if name in entry.get(f"{row['device']}_calls", [])]

@@ -221,6 +221,8 @@ def _pattern_key(sig_key) -> str:
         return sig_key[1]
     if sig_key[0] == "mean_backward":
         return patterns.MEAN_BACKWARD
+    if sig_key[0] == "norm_sum":
+        return patterns.NORM_SUM
     if sig_key[0] == "gspmm":
         return patterns.spmm_key(sig_key[1], sig_key[2])
     return patterns.sddmm_key(sig_key[1], sig_key[2], sig_key[3])
