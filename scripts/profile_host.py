@@ -47,7 +47,8 @@ def package_of(filename: str, name: str) -> str:
 
 def profile(run, calls: int, warmup: int, sync, top: int = 0) -> dict:
     """Microseconds per call by package, and the wall time per profiled call; with `top`, the
-    functions of most own time are printed, with their microseconds and calls per call."""
+    functions of most own time are printed, with their microseconds and calls per call. `run`
+    runs in the implementation's state (bench_models.state), entered outside the profile."""
     for _ in range(warmup):
         run()
     sync()
@@ -116,7 +117,8 @@ def main():
                         if impl not in args.impls.split(","):
                             continue
                         print(f"{model_name} {gname} {mode} {impl}:", flush=True)
-                        row = profile(lambda: bm._call(impl, run), args.calls, args.warmup, sync, args.top)
+                        with bm.state(impl, run):
+                            row = profile(run, args.calls, args.warmup, sync, args.top)
                         rows.append(dict(device=name, model=model_name, graph=gname, mode=mode, impl=impl,
                                          calls=args.calls, **row))
                         print(f"{model_name:9} {gname:10} {mode:9} {impl:15} " +

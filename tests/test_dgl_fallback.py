@@ -14,7 +14,7 @@ import dgl.function as fn
 import dgl_ugraph
 from tests.dgl_errors import same_error
 from dgl.backend.pytorch import sparse
-from dgl_ugraph.dgl import interception, recognition
+from dgl_ugraph.dgl import interception, recognition, routing
 from dgl_ugraph.core import _ext
 
 pytestmark = pytest.mark.usefixtures("plugin_on")
@@ -135,7 +135,7 @@ def test_a_failing_kernel_costs_one_warning_and_gives_dgls_results(monkeypatch, 
     weight = torch.rand(8, 8, requires_grad=True)
     with dgl_ugraph.disabled():
         ref, ref_grad = gcn_step(g, x, weight)
-    monkeypatch.setattr(interception, "Plan", broken)
+    monkeypatch.setattr(routing, "Plan", broken)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         for _ in range(3):

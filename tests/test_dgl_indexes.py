@@ -13,7 +13,7 @@ from dgl.graph_index import GraphIndex  # noqa: E402
 from dgl.heterograph_index import HeteroGraphIndex  # noqa: E402
 
 import dgl_ugraph  # noqa: E402
-from dgl_ugraph.dgl import cache, indexes  # noqa: E402
+from dgl_ugraph.dgl import cache, indexes, interception  # noqa: E402
 
 pytestmark = pytest.mark.usefixtures("plugin_on")
 
@@ -143,3 +143,24 @@ def test_answers_go_with_their_index_and_disable_takes_them_all_back():
     assert indexes.holding() == 0
     assert not any(isinstance(k, tuple) and k[0] == "dgl_ugraph" for k in keep._graph._cache)
     dgl_ugraph.enable()
+
+
+def test_a_block_with_the_plugin_off_keeps_the_answers_unless_a_pinning_changed():
+    gidx = _graph(4)._graph
+    reverse, relation = gidx.reverse(), gidx.get_relation_graph(0)
+    with dgl_ugraph.disabled():
+        assert gidx.reverse() is not reverse  # DGL's own method: a new index per call
+    assert gidx.reverse() is reverse and gidx.get_relation_graph(0) is relation
+    try:
+        with dgl_ugraph.disabled():
+            gidx.pin_memory_()  # DGL's own pin: no epoch counts it
+        assert gidx.reverse() is not reverse and gidx.is_pinned()
+        gidx.unpin_memory_()
+    except Exception:  # a CPU-only DGL cannot pin
+        pass
+    reverse = gidx.reverse()
+    interception.disable(keep_answers=True)  # as disabled() leaves; then a pinning state moves
+    assert id(gidx) in indexes._pinned_when_left
+    indexes._pinned_when_left = {key: not pinned for key, pinned in indexes._pinned_when_left.items()}
+    dgl_ugraph.enable()
+    assert gidx.reverse() is not reverse

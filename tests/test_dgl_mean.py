@@ -16,7 +16,7 @@ import dgl.ops  # noqa: E402
 import dgl.ops.spmm  # noqa: E402
 
 import dgl_ugraph  # noqa: E402
-from dgl_ugraph.dgl import cache, interception, mean, patterns  # noqa: E402
+from dgl_ugraph.dgl import cache, interception, mean, patterns, routing  # noqa: E402
 
 pytestmark = pytest.mark.usefixtures("plugin_on")
 
@@ -191,14 +191,14 @@ def test_a_fused_backward_whose_kernel_fails_runs_on_dgl(monkeypatch, isolated_f
     with dgl_ugraph.disabled():
         ref, ref_grads = _run(lambda h: dgl.ops.copy_u_mean(g, h), x)
     dgl.ops.copy_u_mean(g, x)  # the forward's plan, made before the failures
-    real = interception.Plan
+    real = routing.Plan
 
     def broken_on_reverse(graph, op_info, *args, **kwargs):
         if op_info.B_type == "src":
             raise RuntimeError("injected failure")
         return real(graph, op_info, *args, **kwargs)
 
-    monkeypatch.setattr(interception, "Plan", broken_on_reverse)
+    monkeypatch.setattr(routing, "Plan", broken_on_reverse)
     with pytest.warns(dgl_ugraph.UGraphFallbackWarning, match="injected failure"):
         out, grads = _run(lambda h: dgl.ops.copy_u_mean(g, h), x)
     assert torch.equal(out, ref) and torch.equal(grads[0], ref_grads[0])
@@ -220,7 +220,7 @@ def test_a_mean_whose_sum_runs_on_dgl_is_divided_by_the_hook(monkeypatch, isolat
     x = torch.randn(g.num_nodes(), 5, generator=gen, requires_grad=True)
     with dgl_ugraph.disabled():
         ref, ref_grads = _run(lambda h: dgl.ops.copy_u_mean(g, h), x)
-    monkeypatch.setattr(interception, "Plan", broken)
+    monkeypatch.setattr(routing, "Plan", broken)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", dgl_ugraph.UGraphFallbackWarning)
         for _ in range(2):

@@ -16,7 +16,7 @@ import torch.nn.functional as F
 
 import dgl
 import dgl_ugraph
-from dgl_ugraph.dgl import cache, interception, recognition
+from dgl_ugraph.dgl import cache, interception, recognition, routing
 from dgl_ugraph.core import _ext, ops
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -254,7 +254,7 @@ def test_failure_in_the_backward_pass_only(monkeypatch):
     """The forward pass runs on dgl_ugraph; the reverse-graph kernel of the backward raises."""
     g, x, y = problem(5)
     ref = native("GCN", g, x, y)
-    real = interception.Plan
+    real = routing.Plan
 
     def flaky(graph, op_info, parallel_info=None, **kwargs):
         if getattr(flaky, "in_backward", False):
@@ -271,7 +271,7 @@ def test_failure_in_the_backward_pass_only(monkeypatch):
             flaky.in_backward = True
             return grad
 
-    monkeypatch.setattr(interception, "Plan", flaky)
+    monkeypatch.setattr(routing, "Plan", flaky)
     torch.manual_seed(0)
     model = GCN()
     opt = torch.optim.Adam(model.parameters(), lr=0.01)

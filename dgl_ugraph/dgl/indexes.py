@@ -17,7 +17,9 @@ keys of dgl_ugraph's own, and go with the index (or with a `clear()`). `pin_memo
 and reverse indexes: each opens a new pinning epoch, and answers of an earlier epoch are asked
 again, on every index (pinning happens once, before training; `is_pinned`, which DGL asks each
 time features are set, is then answered once too). DGL's own methods serve every call while the
-plugin is off, and `disable()` takes the answers back out of every index that still holds some.
+plugin is off, and `disable()` takes the answers back out of every index that still holds some;
+a block run with the plugin off (`dgl_ugraph.disabled()`) leaves them for the plugin's return,
+unless an index's pinning changed meanwhile.
 """
 from __future__ import annotations
 
@@ -60,6 +62,8 @@ _ours = {}  # (class, name) -> its replacement, made once: an off-and-on program
 _holders: Dict[int, Tuple[weakref.ref, None]] = {}
 _lock = threading.Lock()
 _epoch = 0  # the pinning epoch: bumped by every pin_memory_ and unpin_memory_
+# The holders' pinning states when disable(keep=True) left the answers in place, else None.
+_pinned_when_left = None
 
 
 def _ask(self, answers, key, query, args):
@@ -162,10 +166,16 @@ def _replacements(cls, queries, invalidators):
 def enable() -> None:
     """Answers the queries from each index's `_cache`; where a DGL's index class looks otherwise
     it keeps its own methods (with a warning), the kernels being rerouted all the same."""
+    global _epoch, _pinned_when_left
     classes = _classes()
     with _lock:
         if _dgl:
             return
+        if _pinned_when_left is not None:  # answers kept by disable(keep=True): still this epoch's?
+            now = _pinning()
+            if any(now.get(key, pinned) != pinned for key, pinned in _pinned_when_left.items()):
+                _epoch += 1
+            _pinned_when_left = None
         if not _ours:
             for cname, cls in classes.items():
                 found = _replacements(cls, QUERIES[cname], _INVALIDATORS[cname])
@@ -180,18 +190,36 @@ def enable() -> None:
             setattr(cls, name, replacement)
 
 
-def disable() -> None:
-    """Puts DGL's own attributes back and takes the answers out of every index holding some."""
+def disable(keep: bool = False) -> None:
+    """Puts DGL's own attributes back and takes the answers out of every index holding some; with
+    `keep` (a block run with the plugin off, `dgl_ugraph.disabled()`), the answers stay for the
+    plugin's return, and each holder's pinning state is noted: where it differs then (a pin or
+    unpin while DGL's own methods ran, which no epoch counted), every answer is asked again."""
+    global _pinned_when_left
     classes = _classes()
     with _lock:
         for (cname, name), own in _dgl.items():
             setattr(classes[cname], name, own)
         _dgl.clear()
+        if keep:
+            _pinned_when_left = _pinning()
+            return
+        _pinned_when_left = None
         holders = [ref() for ref, _ in _holders.values()]
         _holders.clear()
     for index in holders:
         if index is not None:
             _forget(index)
+
+
+def _pinning() -> Dict[int, bool]:
+    """Each live holder's pinning state, asked of DGL's own method (a C API call an index)."""
+    states = {}
+    for key, (ref, _) in list(_holders.items()):
+        index = ref()
+        if index is not None and hasattr(index, "is_pinned"):
+            states[key] = bool(index.is_pinned())
+    return states
 
 
 def holding() -> int:

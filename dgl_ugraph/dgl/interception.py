@@ -128,14 +128,15 @@ def enable():
         _enable_cuda_softmax()
         degrees.enable()
         indexes.enable()
-        mean.enable(mean_backward)
+        mean.enable(mean_backward, mean_forward)
         modules.enable()
         _enabled = True
         set_enabled(True)
 
 
-def disable():
-    """Puts DGL's own function objects back."""
+def disable(keep_answers: bool = False):
+    """Puts DGL's own function objects back. `keep_answers`: the graph indexes keep the answers
+    given while the plugin was on, for its return (`disabled()`; indexes.disable)."""
     global _enabled
     with _lock:
         if not _enabled:
@@ -150,7 +151,7 @@ def disable():
                               "leaving that replacement in place", RuntimeWarning, stacklevel=2)
         _disable_cuda_softmax()
         degrees.disable()
-        indexes.disable()
+        indexes.disable(keep=keep_answers)
         mean.disable()
         modules.disable()
         _enabled = False
@@ -162,12 +163,11 @@ def is_enabled() -> bool:
 
 
 @contextlib.contextmanager
-
-
 def disabled():
-    """Runs the block on DGL's own kernels, then restores the previous state."""
+    """Runs the block on DGL's own kernels, then restores the previous state (the graph indexes'
+    answers kept for it: a program that switches back and forth asks DGL's C API once)."""
     was = _enabled
-    disable()
+    disable(keep_answers=was)
     try:
         yield
     finally:
@@ -247,6 +247,13 @@ def _gspmm(gidx, op, reduce_op, u, e, args=None):
                        e if op != "copy_lhs" else None, gidx)
         return _dgl["_gspmm"](gidx, op, reduce_op, u, e)
     return _spmm(gidx, op, reduce_op, u, e, lambda: _dgl["_gspmm"](gidx, op, reduce_op, u, e), args)
+
+
+def mean_forward(gidx, x, divisor):
+    """A copy_u mean on `gidx` (mean._FusedMean's forward): the kernel's gather mean, or DGL's sum
+    divided by `divisor` where the call runs on DGL."""
+    return _spmm(gidx, "copy_lhs", "mean", x, None,
+                 lambda: (_dgl["_gspmm"](gidx, "copy_lhs", "sum", x, None)[0] / divisor, (None, None)))[0]
 
 
 def mean_backward(gidx, grad, divisor, reciprocal):

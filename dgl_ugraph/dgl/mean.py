@@ -11,7 +11,8 @@ is what it records for DGL's `sum / degrees`.
 
 A copy_u mean (SAGEConv's mean aggregator, fn.copy_u with fn.mean) on CUDA whose source features
 need their gradient runs inside an autograd function of its own (`_FusedMean`) instead of DGL's:
-its backward is one aggregation on the reverse graph that scales each message by its
+its forward is the kernel's gather mean, called directly (`interception.mean_forward`), and its
+backward is one aggregation on the reverse graph that scales each message by its
 destination's reciprocal degree as it reads it (`interception.mean_backward`: edge_op mul, A the
 gradient and B the reciprocals, both typed src on the reverse graph), where DGL divides the whole
 gradient into a new tensor and then runs the reverse sum over it. A message differs from DGL's
@@ -50,9 +51,10 @@ _SIGNATURE = ("g", "op", "reduce_op", "lhs_data", "rhs_data")
 _dgl = {}  # module name -> DGL's own gspmm there, captured by enable()
 _own = [None]  # DGL's gspmm, which `_gspmm` calls (kept after disable for calls in flight)
 # The fused backward's reverse aggregation, (gidx, grad, divisor, reciprocal) -> the source
-# gradient; given by interception, which routes kernel calls (kept across disable, for backward
-# passes in flight).
+# gradient, and the forward's gather mean, (gidx, x, divisor) -> the mean; given by interception,
+# which routes kernel calls (kept across disable, for backward passes in flight).
 _reverse = [None]
+_forward = [None]
 # Where a copy_u mean's backward is fused (see the module's docstring), and the narrow rows
 # (under FUSE_MIN_WIDTH features) that are not: graphs of FUSE_NARROW_MIN_EDGES edges or more with
 # FUSE_NARROW_MAX_DEGREE or more edges a source node.
@@ -113,9 +115,12 @@ class _FusedMean(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, x, g, entry):
-        ret = _mean_of_sum(g, "copy_lhs", x, None, entry)
-        ctx.gidx, ctx.divisor = g._graph, _divisor(entry, ret.dtype, ret.dim())
-        ctx.reciprocal = _reciprocal(entry, ret.dtype, ret.dim())
+        # The kernel's gather mean straight from here: the sum's way through DGL's gspmm, its
+        # autograd function and `take` costs host time and computes nothing (a copy_u mean's
+        # result has the features' dtype and rank).
+        ctx.gidx, ctx.divisor = g._graph, _divisor(entry, x.dtype, x.dim())
+        ctx.reciprocal = _reciprocal(entry, x.dtype, x.dim())
+        ret = _forward[0](ctx.gidx, x, ctx.divisor)
         # A view (1-D features come back squeezed) would be refused in-place use downstream.
         return ret.clone() if ret._is_view() else ret
 
@@ -181,7 +186,7 @@ def _fused(op, x, graph) -> bool:
     """Whether the mean runs as `_FusedMean`: a copy_u mean whose floating source features need
     their gradient, outside autocast (where DGL's GSpMM casts them), on a device and a case where
     the fused backward wins (module docstring)."""
-    if not (op == "copy_lhs" and _reverse[0] is not None and isinstance(x, torch.Tensor) and x.requires_grad
+    if not (op == "copy_lhs" and _forward[0] is not None and isinstance(x, torch.Tensor) and x.requires_grad
             and torch.is_grad_enabled() and x.is_floating_point() and x.dim() > 0
             and x.device.type in FUSED_DEVICES and not torch.is_autocast_enabled()):
         return False
@@ -213,13 +218,15 @@ def _gspmm(g, op, reduce_op, lhs_data, rhs_data):
     return _mean_of_sum(g, op, lhs_data, rhs_data, entry)
 
 
-def enable(reverse=None) -> None:
+def enable(reverse=None, forward=None) -> None:
     """Routes the mean reducer of dgl.ops.gspmm through `_gspmm`; a DGL whose gspmm has another
     signature keeps its own (with a warning), the kernels being rerouted all the same. `reverse`:
     the fused backward's reverse aggregation (interception's), kept until another is given."""
     with _lock:
         if reverse is not None:
             _reverse[0] = reverse
+        if forward is not None:
+            _forward[0] = forward
         if _dgl:
             return
         modules = _modules()

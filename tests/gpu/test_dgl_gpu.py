@@ -57,7 +57,7 @@ from dgl_errors import same_error  # noqa: E402
 from test_dgl_cache import builds, random_graph, step  # noqa: E402,F401  (builds: a fixture)
 
 import dgl_ugraph  # noqa: E402
-from dgl_ugraph.dgl import cache, interception, recognition  # noqa: E402
+from dgl_ugraph.dgl import cache, interception, recognition, routing  # noqa: E402
 
 pytestmark = pytest.mark.usefixtures("plugin_on")
 DEVICE = "cuda"
@@ -337,7 +337,7 @@ def test_a_failing_cuda_kernel_costs_one_warning_and_gives_dgls_results(monkeypa
     with dgl_ugraph.disabled():
         ref = step(g, x, weight)
         ref_grad, weight.grad = weight.grad, None
-    monkeypatch.setattr(interception, "Plan", broken)
+    monkeypatch.setattr(routing, "Plan", broken)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         for _ in range(3):

@@ -75,26 +75,6 @@ def _edge_weight_checked(entry, edge_weight):
     return edge_weight
 
 
-def _plain_linear(fc) -> bool:
-    """Whether `fc(x)` is `x @ fc.weight.T` and nothing else: a torch.nn.Linear without bias or
-    hooks of its own or global ones (a hook would see no call)."""
-    return (type(fc) is torch.nn.Linear and fc.bias is None and not fc._forward_hooks
-            and not fc._forward_pre_hooks and not _global_hooks())
-
-
-def _global_hooks() -> bool:
-    module = torch.nn.modules.module
-    return bool(module._global_forward_hooks or module._global_forward_pre_hooks)
-
-
-def _plus_linear(acc, fc, x):
-    """`acc + fc(x)`: one addmm where fc is a plain Linear (acc + x @ W.T, the same sum of the same
-    products) and x a matrix, else fc's call and the sum."""
-    if x.dim() == 2 and acc.dim() == 2 and _plain_linear(fc):
-        return torch.addmm(acc, x, fc.weight.t())
-    return acc + fc(x)
-
-
 def graph_conv(self, graph, entry, feat, weight=None, edge_weight=None):
     """GraphConv.forward."""
     api = dgl_api()
@@ -140,8 +120,7 @@ def _graph_conv_fused(self, graph, entry, feat_src, feat_dst, weight, edge_weigh
 
 
 def _graph_conv_dgl_order(self, graph, entry, feat_src, feat_dst, weight, edge_weight):
-    """GraphConv's aggregation, norms and bias in DGL's order, the destination norm and the bias
-    in one operation."""
+    """GraphConv's aggregation, norms and bias in DGL's order: DGL's results to the bit."""
     if self._norm in ("left", "both"):
         feat_src = feat_src * facts.degree_norm(entry, True, self._norm == "both", feat_src)
     if self._in_feats > self._out_feats:
@@ -153,9 +132,7 @@ def _graph_conv_dgl_order(self, graph, entry, feat_src, feat_dst, weight, edge_w
         if weight is not None:
             rst = torch.matmul(rst, weight)
     if self._norm in ("right", "both"):
-        norm = facts.degree_norm(entry, False, self._norm == "both", feat_dst)
-        # DGL's `rst * norm + bias` as one operation: one launch and one autograd node fewer.
-        return rst * norm if self.bias is None else torch.addcmul(self.bias, rst, norm)
+        rst = rst * facts.degree_norm(entry, False, self._norm == "both", feat_dst)
     return rst if self.bias is None else rst + self.bias
 
 
@@ -172,13 +149,11 @@ def sage_conv(self, graph, entry, feat, edge_weight=None):
     h_self = feat_dst
     lin_before_mp = self._in_src_feats > self._out_feats
     aggre = self._aggre_type
-    # The neighbour term's fc_neigh, where it comes after the aggregation, joins fc_self's sum as
-    # one addmm (`_plus_linear`): `neigh_fc` says it is still to be applied.
-    neigh_fc = False
     if aggre == "mean":
         h = self.fc_neigh(feat_src) if lin_before_mp else feat_src
         h_neigh = aggregate(graph, "mean", h, edge_weight)
-        neigh_fc = not lin_before_mp
+        if not lin_before_mp:
+            h_neigh = self.fc_neigh(h_neigh)
     elif aggre == "gcn":
         dgl_api()["check_eq_shape"](feat)
         h = self.fc_neigh(feat_src) if lin_before_mp else feat_src
@@ -196,14 +171,11 @@ def sage_conv(self, graph, entry, feat, edge_weight=None):
             h_neigh = self.fc_neigh(h_neigh)
     else:  # pool (modules.SAGE_AGGREGATORS)
         h = F.relu(self.fc_pool(feat_src))
-        h_neigh = aggregate(graph, "max", h, edge_weight)
-        neigh_fc = True
+        h_neigh = self.fc_neigh(aggregate(graph, "max", h, edge_weight))
     if aggre == "gcn":
         rst = h_neigh
         if self.bias is not None:
             rst = rst + self.bias
-    elif neigh_fc:
-        rst = _plus_linear(self.fc_self(h_self), self.fc_neigh, h_neigh)
     else:
         rst = self.fc_self(h_self) + h_neigh
     if self.activation is not None:
@@ -218,8 +190,7 @@ def gin_conv(self, graph, entry, feat, edge_weight=None):
     edge_weight = _edge_weight_checked(entry, edge_weight)
     feat_src, feat_dst = dgl_api()["expand_as_pair"](feat, graph)
     neigh = aggregate(graph, self._aggregator_type, feat_src, edge_weight)
-    # DGL's `(1 + eps) * feat_dst + neigh`, the product and the sum in one operation.
-    rst = torch.addcmul(neigh, feat_dst, 1 + self.eps)
+    rst = (1 + self.eps) * feat_dst + neigh
     if self.apply_func is not None:
         rst = self.apply_func(rst)
     if self.activation is not None:
