@@ -27,7 +27,8 @@ scripts/gpu_check.sh, stage `dgl`):
   interleaved in one run; inference and training; parity on vs off. Each call is timed to
   torch.cuda.synchronize() after one untimed warm-up call; the median of at least 3 calls, and of
   more until each implementation ran 50 ms (TIMING). Graphs: the shared datasets
-  ($DGL_UGRAPH_DATASETS, else ../shared/datasets), graph_suite.LARGE (two 40M-edge graphs) and
+  ($DGL_UGRAPH_DATASETS, else ../shared/datasets), graph_suite.LARGE (two 40M-edge graphs), the
+  arxiv-like citation graph (graph_suite.ARXIV_LIKE: 169K nodes, 1.2M edges, 128 features) and
   the Table 3 stand-ins at full size, largest first; `--budget-s` (300 s) stops
   starting cases, and every finished case's rows are already in the CSV. An implementation that
   runs out of device memory on a case is left out of it, with a note. Rows carry the device's
@@ -116,9 +117,9 @@ def graph_cases(datasets: bool = True, standins=DEFAULT_STANDINS, only=None, sca
                 feat = torch.from_numpy(z["feat"]).float() if "feat" in z else None
                 labels = torch.from_numpy(z["label"].astype(np.int64)) if "label" in z else None
             yield name, (lambda s=src, d=dst, n=n, f=feat, l=labels: (s, d, n, f, l))
-    for spec in gs.LARGE:
+    for spec in gs.LARGE + (gs.ARXIV_LIKE,):
         if spec.name in large and not (only and spec.name not in only):
-            yield spec.name, (lambda spec=spec: gs.make(spec) + (None, None))
+            yield spec.name, (lambda spec=spec: gs.make(spec) + _synthetic_data(spec))
     by_name = {s.name: s for s in gs.PAPER_STANDINS}
     for name in standins:
         factor = scale.get(name, 1.0)
@@ -127,6 +128,16 @@ def graph_cases(datasets: bool = True, standins=DEFAULT_STANDINS, only=None, sca
             continue
         spec = by_name[name] if factor == 1.0 else gs.scaled(by_name[name], factor)
         yield label, (lambda spec=spec: gs.make(spec) + (None, None))
+
+
+def _synthetic_data(spec) -> tuple:
+    """(features, labels) of a synthetic graph: the arxiv-like graph's seeded random features of
+    arxiv's width and classes, else (None, None) for `features`' defaults."""
+    if spec.name != gs.ARXIV_LIKE.name:
+        return None, None
+    gen = torch.Generator().manual_seed(0)
+    feat = torch.randn(spec.num_nodes, gs.ARXIV_FEATURES, generator=gen)
+    return feat, torch.randint(0, gs.ARXIV_CLASSES, (spec.num_nodes,), generator=gen)
 
 
 def features(n: int, feat: Optional[torch.Tensor], labels: Optional[torch.Tensor], seed: int = 0):
@@ -544,7 +555,7 @@ def run_dgl(args):
     only = set(args.only.split(",")) if args.only else None
     standins = [s for s in (args.standins.split(",") if args.standins is not None else DEFAULT_STANDINS) if s]
     large = [s for s in (args.large.split(",") if args.large is not None else
-                         ([spec.name for spec in gs.LARGE] if gpu else [])) if s]
+                         ([spec.name for spec in gs.LARGE + (gs.ARXIV_LIKE,)] if gpu else [])) if s]
     if gpu:  # full size, largest first: a budget that runs out drops the smallest stand-ins
         edges = {spec.name: spec.num_edges for spec in gs.PAPER_STANDINS}
         standins = sorted(standins, key=lambda name: -edges[name])
@@ -1382,8 +1393,9 @@ def device_kind(device: str) -> str:
 
 
 def graph_set(name: str) -> str:
-    """real (the shared datasets), standin (uGrapher's Table 3) or large (graph_suite.LARGE)."""
-    if name.startswith("sim-"):
+    """real (the shared datasets), standin (uGrapher's Table 3 and the arxiv-like graph) or large
+    (graph_suite.LARGE)."""
+    if name.startswith("sim-") or name == gs.ARXIV_LIKE.name:
         return "standin"
     return "large" if name in {spec.name for spec in gs.LARGE} else "real"
 
@@ -1648,7 +1660,7 @@ def main(argv=None):
                     help="comma-separated graph_suite.PAPER_STANDINS names ('' for none; default all: scaled "
                          "to STANDIN_SCALE on CPU, full size on cuda)")
     ap.add_argument("--large", default=None,
-                    help="comma-separated graph_suite.LARGE names (default: none on CPU, all on cuda)")
+                    help="comma-separated graph_suite.LARGE names and arxiv-like (default: none on CPU, all on cuda)")
     ap.add_argument("--no-datasets", action="store_true")
     ap.add_argument("--pyg", action=argparse.BooleanOptionalAction, default=None,
                     help="time PyG 2.8's models too (default: on cuda when torch_geometric imports)")

@@ -64,6 +64,12 @@ LARGE: Tuple[GraphSpec, ...] = (
 )
 
 
+# A citation graph of ogbn-arxiv's size (169,343 papers, 1,166,243 citations; a skewed in-degree,
+# clustered by topic), whose models take node features of 128 and 40 classes as arxiv's.
+ARXIV_LIKE = GraphSpec("arxiv-like", "degree", 169_343, 1_166_243, 30.0, "clustered", seed=103)
+ARXIV_FEATURES, ARXIV_CLASSES = 128, 40
+
+
 def synthetic_grid(max_edges: int = 50_000_000, seed: int = 1000) -> List[GraphSpec]:
     """The predictor's training families: V from 1K to 2M, E from 10K to 50M, in-degree std from
     about 0.5 to about 1000, three localities, and molecule batches."""
