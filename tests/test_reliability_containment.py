@@ -210,6 +210,22 @@ def test_extension_missing(monkeypatch, model):
     assert torch.isfinite(got2[0]).all()
 
 
+def test_a_core_that_is_not_built_says_so_and_how_to_build_it(tmp_path):
+    """A copy of the package without its compiled core, as a checkout before its build: the
+    reason names the missing core and the commands that build it, not Python's circular-import
+    wording."""
+    import shutil
+
+    package = os.path.dirname(dgl_ugraph.__file__)
+    shutil.copytree(package, tmp_path / "dgl_ugraph", ignore=shutil.ignore_patterns("_C*", "*.so", "__pycache__"))
+    code = "from dgl_ugraph.core import _ext; print(_ext.LOAD_ERROR)"
+    out = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=120,
+                         env=dict(os.environ, PYTHONPATH=str(tmp_path)))
+    assert out.returncode == 0, out.stderr
+    assert "not built" in out.stdout and "make dev" in out.stdout and "pip install ." in out.stdout, out.stdout
+    assert "circular" not in out.stdout
+
+
 def test_extension_that_fails_to_import_in_a_fresh_process(tmp_path):
     """A real failed import (the module is blocked before dgl_ugraph loads it): the program
     trains on DGL with one warning, and its numbers are DGL's."""
