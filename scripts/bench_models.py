@@ -93,6 +93,8 @@ STANDIN_SCALE = {
     "amazon0505": 0.05, "artist": 0.1, "com-amazon": 0.1, "soc-BlogCatalog": 0.1, "amazon0601": 0.05,
 }
 DEFAULT_STANDINS = tuple(STANDIN_SCALE)
+# The synthetic graphs named by --large: the two 40M-edge graphs and the arxiv-like citation graph.
+SYNTHETIC_LARGE = gs.LARGE + (gs.ARXIV_LIKE,)
 
 
 # ---- graphs ---------------------------------------------------------------------------------------
@@ -117,7 +119,7 @@ def graph_cases(datasets: bool = True, standins=DEFAULT_STANDINS, only=None, sca
                 feat = torch.from_numpy(z["feat"]).float() if "feat" in z else None
                 labels = torch.from_numpy(z["label"].astype(np.int64)) if "label" in z else None
             yield name, (lambda s=src, d=dst, n=n, f=feat, l=labels: (s, d, n, f, l))
-    for spec in gs.LARGE + (gs.ARXIV_LIKE,):
+    for spec in SYNTHETIC_LARGE:
         if spec.name in large and not (only and spec.name not in only):
             yield spec.name, (lambda spec=spec: gs.make(spec) + _synthetic_data(spec))
     by_name = {s.name: s for s in gs.PAPER_STANDINS}
@@ -555,7 +557,7 @@ def run_dgl(args):
     only = set(args.only.split(",")) if args.only else None
     standins = [s for s in (args.standins.split(",") if args.standins is not None else DEFAULT_STANDINS) if s]
     large = [s for s in (args.large.split(",") if args.large is not None else
-                         ([spec.name for spec in gs.LARGE + (gs.ARXIV_LIKE,)] if gpu else [])) if s]
+                         ([spec.name for spec in SYNTHETIC_LARGE] if gpu else [])) if s]
     if gpu:  # full size, largest first: a budget that runs out drops the smallest stand-ins
         edges = {spec.name: spec.num_edges for spec in gs.PAPER_STANDINS}
         standins = sorted(standins, key=lambda name: -edges[name])

@@ -47,14 +47,13 @@ class _NormSum(torch.autograd.Function):
     @staticmethod
     def backward(ctx, grad):
         rev = ctx.gidx.reverse()  # answered once per graph index (`indexes`)
-        if torch.is_grad_enabled():  # create_graph: DGL's differentiable reverse sum
-            grad = grad if ctx.dst_norm is None else grad * ctx.dst_norm
-            return dgl_api()["sparse"].gspmm(rev, "copy_lhs", "sum", grad, None) * ctx.src_norm, None, None, None
-        if ctx.dst_norm is None:
-            summed = dgl_api()["sparse"].gspmm(rev, "copy_lhs", "sum", grad, None)
-        else:
-            summed = _scaled_sum(rev, grad, ctx.dst_norm)
-        return summed.mul_(ctx.src_norm), None, None, None
+        if ctx.dst_norm is not None and not torch.is_grad_enabled():
+            return _scaled_sum(rev, grad, ctx.dst_norm).mul_(ctx.src_norm), None, None, None
+        # Norm 'left' (no destination norm to fold), or create_graph: DGL's reverse sum, which
+        # autograd records where it must.
+        if ctx.dst_norm is not None:
+            grad = grad * ctx.dst_norm
+        return dgl_api()["sparse"].gspmm(rev, "copy_lhs", "sum", grad, None) * ctx.src_norm, None, None, None
 
 
 def _scale(out, norm):
