@@ -164,3 +164,30 @@ def test_a_block_with_the_plugin_off_keeps_the_answers_unless_a_pinning_changed(
     indexes._pinned_when_left = {key: not pinned for key, pinned in indexes._pinned_when_left.items()}
     dgl_ugraph.enable()
     assert gidx.reverse() is not reverse
+
+
+def test_a_collection_while_the_holders_are_read_drops_no_slot_mid_read():
+    """Indexes in reference cycles die only in a collection; one that falls inside the read of the
+    holders' table runs their weak-reference callbacks, which delete slots of that table. The
+    sweep puts the collection at each of the read's first allocations."""
+    def cyclic_holder():
+        gidx = _graph(5, n=4, e=6)._graph
+        gidx.number_of_nodes(0)  # an answer: the index holds a slot
+        gidx.loop = gidx
+
+    threshold = gc.get_threshold()
+    try:
+        for allocations in range(16):
+            gc.collect()
+            gc.disable()
+            for _ in range(20):
+                cyclic_holder()
+            assert indexes.holding() >= 20
+            gc.set_threshold(gc.get_count()[0] + allocations)
+            gc.enable()
+            indexes._pinning()
+            gc.set_threshold(*threshold)
+            gc.collect()
+    finally:
+        gc.set_threshold(*threshold)
+        gc.enable()
