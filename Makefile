@@ -2,8 +2,7 @@
 PY := .venv/bin/python
 # The second pinned environment (scripts/setup_env.sh dgl11) runs the tests that meet DGL.
 PY_DGL11 := .venv-dgl11/bin/python
-DGL_TESTS := tests/test_dgl_*.py tests/test_reliability_inputs.py tests/test_reliability_containment.py \
-	tests/test_reliability_determinism.py tests/test_reliability_concurrency.py
+DGL_TESTS := tests/dgl
 
 .PHONY: env run test env-dgl11 test-dgl11 dev cuda-lib clean
 

@@ -13,9 +13,9 @@
 #     && cp -r ../shared/datasets .gpu-deps/datasets          # then carry [".gpu-deps", ".prebuilt"]
 # DGL_TARBALL and DGL_UGRAPH_DATASETS point elsewhere; DGL_BENCH_BUDGET_S (360) bounds the
 # benchmark, DGL_BENCH_ARGS adds to its command line. Stage dgl-convs times DGL's own conv modules
-# (scripts/bench_convs.py; CONV_BENCH_BUDGET_S, 300, and CONV_BENCH_ARGS, e.g. "--graphs cora").
-# Stage dgl-dispatch times the per-call path on a cora-sized graph (scripts/bench_dispatch.py
-# --device cuda). Stage dgl-host profiles the models' host time by package (scripts/profile_host.py;
+# (benchmarks/bench_convs.py; CONV_BENCH_BUDGET_S, 300, and CONV_BENCH_ARGS, e.g. "--graphs cora").
+# Stage dgl-dispatch times the per-call path on a cora-sized graph (benchmarks/bench_dispatch.py
+# --device cuda). Stage dgl-host profiles the models' host time by package (benchmarks/profile_host.py;
 # HOST_PROFILE_GRAPHS, default cora,pubmed). Stage multi-gpu runs
 # tests/gpu/test_multi_gpu.py under that DGL: it needs two GPUs (device kind nvidia-h200-x2).
 set -uo pipefail
@@ -92,9 +92,9 @@ if has sanitize; then
 fi
 
 if has bench; then
-  $PY scripts/bench_kernels.py --out "$OUT/kernels.csv" --search-out "$OUT/kernels_search.csv.gz" \
+  $PY benchmarks/bench_kernels.py --out "$OUT/kernels.csv" --search-out "$OUT/kernels_search.csv.gz" \
       --budget-s "${BENCH_BUDGET_S:-300}" ${BENCH_ARGS:-} 2>&1 | tee "$OUT/bench.log" | tail -15
-  $PY scripts/summarize_kernels.py "$OUT/kernels.csv" --out "$OUT/kernels.md" && cat "$OUT/kernels.md"
+  $PY benchmarks/summarize_kernels.py "$OUT/kernels.csv" --out "$OUT/kernels.md" && cat "$OUT/kernels.md"
 fi
 
 # Stage suite: issue 13/14's acceptance suite in one call, the selector's choices and the baselines
@@ -106,7 +106,7 @@ if has suite; then
   part() {
     local name=$1
     shift
-    { header; $PY scripts/bench_kernels.py --grid none --budget-s "${SUITE_BUDGET_S:-600}" --out "$OUT/suite_$name.csv" \
+    { header; $PY benchmarks/bench_kernels.py --grid none --budget-s "${SUITE_BUDGET_S:-600}" --out "$OUT/suite_$name.csv" \
         --search-out /tmp/suite_search.csv.gz "$@" 2>&1; } | quiet > "$OUT/suite_$name.log"
     [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
     tail -1 "$OUT/suite_$name.log"
@@ -120,12 +120,12 @@ if has suite; then
   # One header, then every part's rows.
   awk 'FNR > 1 || NR == 1' "$OUT"/suite_{standins,datasets,large,half,reverse}.csv > "$OUT/kernels.csv"
   rm -f "$OUT"/suite_*.csv
-  $PY scripts/summarize_kernels.py "$OUT/kernels.csv" --out "$OUT/kernels.md" && cat "$OUT/kernels.md"
+  $PY benchmarks/summarize_kernels.py "$OUT/kernels.csv" --out "$OUT/kernels.md" && cat "$OUT/kernels.md"
   echo "suite: $(( $(date +%s) - t )) s"
 fi
 
 if has collect; then
-  $PY scripts/collect.py --out-dir "$OUT" --budget-s "${COLLECT_BUDGET_S:-400}" ${COLLECT_ARGS:-} 2>&1 | tee "$OUT/collect.log" | tail -15
+  $PY benchmarks/collect.py --out-dir "$OUT" --budget-s "${COLLECT_BUDGET_S:-400}" ${COLLECT_ARGS:-} 2>&1 | tee "$OUT/collect.log" | tail -15
 fi
 # Stage tune runs `python -m dgl_ugraph tune --quick` as a user would, then checks that a new process
 # picks the model up. The GPU machine has no internet: lightgbm and scipy (which it imports) come
@@ -158,7 +158,7 @@ fi
 
 if has dgl || has dgl-test; then
   t=$(date +%s)
-  $PY -m pytest tests/gpu/test_dgl_gpu.py tests/test_dgl_modules.py -q -rs -p no:cacheprovider 2>&1 | quiet \
+  $PY -m pytest tests/gpu/test_dgl_gpu.py tests/dgl/test_dgl_modules.py -q -rs -p no:cacheprovider 2>&1 | quiet \
     | tee -a "$OUT/dgl_tests.log" | tail -30
   [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
   echo "dgl tests: $(( $(date +%s) - t )) s"
@@ -169,17 +169,17 @@ if has dgl || has dgl-bench; then
   budget=${DGL_BENCH_BUDGET_S:-360}
   # --budget-s stops starting cases; the timeout only guards against a hang, and the rows of every
   # finished case are in the CSV either way.
-  timeout $((budget + 90)) $PY scripts/bench_models.py --device cuda --sparse-free --out "$OUT/models_gpu.csv" \
+  timeout $((budget + 90)) $PY benchmarks/bench_models.py --device cuda --sparse-free --out "$OUT/models_gpu.csv" \
       --budget-s "$budget" ${DGL_BENCH_ARGS:-} 2>&1 | quiet | tee "$OUT/models_gpu.log" | tail -25
   [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
-  $PY scripts/bench_models.py --summarize --device cuda --out "$OUT/models_gpu.csv" > "$OUT/models_gpu.md" 2>&1
+  $PY benchmarks/bench_models.py --summarize --device cuda --out "$OUT/models_gpu.csv" > "$OUT/models_gpu.md" 2>&1
   head -30 "$OUT/models_gpu.md"
   echo "dgl bench: $(( $(date +%s) - t )) s"
 fi
 if has dgl-convs; then
   t=$(date +%s)
   budget=${CONV_BENCH_BUDGET_S:-300}
-  timeout $((budget + 120)) $PY scripts/bench_convs.py --device cuda --out "$OUT/convs_gpu.csv" --md "$OUT/convs_gpu.md" \
+  timeout $((budget + 120)) $PY benchmarks/bench_convs.py --device cuda --out "$OUT/convs_gpu.csv" --md "$OUT/convs_gpu.md" \
       --budget-s "$budget" ${CONV_BENCH_ARGS:-} 2>&1 | quiet | tee "$OUT/convs_gpu.log" | tail -12
   [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
   echo "conv bench: $(( $(date +%s) - t )) s"
@@ -192,12 +192,12 @@ if has multi-gpu; then
   echo "multi-gpu tests: $(( $(date +%s) - t )) s"
 fi
 if has dgl-host; then
-  { header; $PY scripts/profile_host.py --device cuda --graphs "${HOST_PROFILE_GRAPHS:-cora,pubmed}" \
+  { header; $PY benchmarks/profile_host.py --device cuda --graphs "${HOST_PROFILE_GRAPHS:-cora,pubmed}" \
       --out "$OUT/host_profile_gpu.csv" 2>&1; } | quiet | tee "$OUT/host_profile_gpu.log" | tail -45
   [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
 fi
 if has dgl-dispatch; then
-  { header; $PY scripts/bench_dispatch.py --device cuda --out "$OUT/dispatch_gpu.csv" 2>&1; } | quiet | tee "$OUT/dispatch_gpu.log" | tail -12
+  { header; $PY benchmarks/bench_dispatch.py --device cuda --out "$OUT/dispatch_gpu.csv" 2>&1; } | quiet | tee "$OUT/dispatch_gpu.log" | tail -12
   [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
 fi
 # The device tool brings back at most 8 files from $OUT: past 7, everything travels as one archive

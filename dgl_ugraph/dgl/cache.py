@@ -180,7 +180,7 @@ def _forward_entry(gidx) -> Optional[GraphEntry]:
     """The entry of the graph index that `gidx` reverses, where `gidx` came from its reverse()
     while the plugin was on (as every backward pass's does: `derived`) and that index has an entry.
     Asking DGL instead (which formats the graph has, then its CSR) took 12-16 of a new graph's 19
-    calls into DGL's C API (0.17 ms on the GPU machine's host; bench/NOTES.md, session 36)."""
+    calls into DGL's C API (0.17 ms on the GPU machine's host; docs/NOTES.md, session 36)."""
     parent = _linked(_reversed, gidx)
     return seen(parent) if parent is not None else None
 

@@ -179,7 +179,7 @@ def disabled():
 def replaced(make, names=tuple(_SIGNATURES)):
     """Runs the block with dgl_ugraph off and each of DGL's functions `names` (those this DGL
     has) replaced by `make(DGL's own function)`; DGL's own objects come back after. The hook for
-    measuring around DGL's sparse calls: scripts/bench_models.py records a run's results with it,
+    measuring around DGL's sparse calls: benchmarks/bench_models.py records a run's results with it,
     then answers the same calls from the record (the sparse-free bound)."""
     from dgl.backend.pytorch import sparse
 

@@ -293,7 +293,7 @@ def decision_for(gidx, sig_key, op, lhs, rhs):
 # The fused CUDA softmax (csrc/cuda/softmax.cu) gives each destination row a team sized to the
 # average row, a warp or a block, by its length, and runs split in two launches on large graphs
 # whose edge ids scatter each row (core.ops.softmax_splits). Against the five calls on
-# dgl_ugraph's kernels in the same run (H100, scripts/bench_softmax_gpu.py with no rule,
+# dgl_ugraph's kernels in the same run (H100, benchmarks/bench_softmax_gpu.py with no rule,
 # bench/raw/softmax_gpu_split_ungated_719e977d_s26_h100.csv; 0.1-5.3M edges, 1 and 8 heads) it
 # wins the forward (1.19-2.56x) and the forward with its backward (1.07-1.66x) on every graph, the
 # backward split past 2^20 scores. In one launch, rows past SOFTMAX_FUSED_MAX_DEGREE in-edges lose to the five

@@ -1,7 +1,7 @@
 """The learned strategy predictor: scores every candidate (strategy, grouping, tiling) of a case
 with a LightGBM tree ensemble and picks the best.
 
-The model is trained offline (dgl_ugraph.tuning: scripts/train_predictor.py, or
+The model is trained offline (dgl_ugraph.tuning: benchmarks/train_predictor.py, or
 `python -m dgl_ugraph tune` on the user's GPU) on grid-search timings and stored as LightGBM's own JSON dump beside a manifest, one
 per GPU family (`sm90.json` + `sm90.manifest.json`). At run time lightgbm is not needed: the dump
 is parsed with `json` (never pickle or eval), its trees are flattened into arrays once, and the

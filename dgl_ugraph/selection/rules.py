@@ -96,7 +96,7 @@ _SKEW = {"sum": 4.0, "mean": 4.0, "max": 10.0, "min": 10.0}
 # thread_vertex walks each destination row in one thread and has no heavy-row path (the warp
 # strategies' teams do: csrc/cuda/team.cuh), so a row far longer than a thread's share of the
 # edges runs alone long after the rest of the graph. Read off a five-fold cross-validation of the
-# model by graph over every collected case (bench/NOTES.md, session 21): of the 1,222 cases (43
+# model by graph over every collected case (docs/NOTES.md, session 21): of the 1,222 cases (43
 # graphs) whose longest row passes STRAGGLER x max(edges / RESIDENT_THREADS, 32), thread_vertex
 # was the fastest configuration in one (0.91x of it the next best there), and the model's four
 # picks of it ran 0.19-0.39x the best (fp64 max on ds-squirrel and a banded 2M-row graph), each
@@ -135,7 +135,7 @@ def l2_tiling(pinfo: ParallelInfo, sig: Signature, num_src: int, num_edges: int,
     read by at least REUSE_MIN edges on average, rows fetched whole keep evicting each other; cut
     into t slabs (t the smallest power of two whose slab share fits half the L2, each slab still
     SLAB_MIN_BYTES or more), the team kernels walk one slab of every row at a time. Measured on an
-    H100 at F = 256 in float32 (bench/NOTES.md, session 14): artist (52 MB of rows, 32 edges per
+    H100 at F = 256 in float32 (docs/NOTES.md, session 14): artist (52 MB of rows, 32 edges per
     source) 297 -> 242 us at t = 2, soc-BlogCatalog (91 MB, 24 edges per source) 552 -> 339 us at
     t = 4, against cuSPARSE's 293 and 512 us; ppi (58 MB, 14 edges per source) loses 109 -> 125 us
     at t = 4, where the rows are read too few times to pay for the slabs' repeated index loads.

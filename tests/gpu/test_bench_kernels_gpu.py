@@ -1,4 +1,4 @@
-"""scripts/bench_kernels.py on the GPU, on a small graph where host launch gaps would dominate
+"""benchmarks/bench_kernels.py on the GPU, on a small graph where host launch gaps would dominate
 per-call events: graph replay removes them, the search and the finalists run on the core's
 timing loop, and a case's rows are complete and consistent."""
 from __future__ import annotations
@@ -10,7 +10,7 @@ import pytest
 import torch
 
 _HERE = pathlib.Path(__file__).resolve().parent
-sys.path[:0] = [p for p in (str(_HERE.parents[1]), str(_HERE.parents[1] / "scripts")) if p not in sys.path]
+sys.path[:0] = [p for p in (str(_HERE.parents[1]), str(_HERE.parents[1] / "benchmarks")) if p not in sys.path]
 
 import bench_kernels as bk  # noqa: E402
 

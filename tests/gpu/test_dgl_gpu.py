@@ -81,7 +81,7 @@ def signatures(key):
 # take the CUDA strategies that small graphs never reach.
 MODEL_GRAPHS = {"small": (1500, 12000), "skewed": (10000, 150000)}
 # Train-mode BatchNorm divides by the batch's standard deviation, which turns float32 summation
-# order into differences up to 2e-2 of scale (GIN in bench/models.md; float64 agrees to 3e-11).
+# order into differences up to 2e-2 of scale (GIN in benchmarks/results/models.md; float64 agrees to 3e-11).
 # Those models are compared in eval mode in float32, and in train mode in float64.
 BATCHNORM = {name for name in tm.MODELS if name.startswith("GIN")}
 # float32: our sums add in another order than cuSPARSE's and DGL's kernels; through GIN's five

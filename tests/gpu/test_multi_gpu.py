@@ -22,7 +22,7 @@ import torch
 import torch.nn.functional as F
 
 _HERE = pathlib.Path(__file__).resolve().parent
-sys.path[:0] = [p for p in (str(_HERE.parents[1]), str(_HERE.parent), str(_HERE)) if p not in sys.path]
+sys.path[:0] = [p for p in (str(_HERE.parents[1]), str(_HERE.parent), str(_HERE.parent / "dgl"), str(_HERE)) if p not in sys.path]
 
 from cases import PARALLEL_SAMPLES, make_op, needs_cuda_dgl, op_cases, suite_graph  # noqa: E402
 from reference import hub_graph, reference, softmax_oracle, softmax_scores  # noqa: E402
