@@ -1,0 +1,219 @@
+"""Sampled training pipelines on the plugin: GraphBolt's MiniBatch blocks, and DGL's DataLoader
+under DistributedDataParallel (two processes over gloo). Each trains with the plugin on and off
+from the same state on the same blocks; float64 parameters agree to 1e-12 and every message
+passing call of the plugin-on run runs on dgl_ugraph's kernels."""
+from __future__ import annotations
+
+import copy
+import os
+import socket
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+dgl = pytest.importorskip("dgl")
+import dgl.nn as dglnn  # noqa: E402
+
+import dgl_ugraph  # noqa: E402
+
+pytestmark = pytest.mark.usefixtures("plugin_on")
+
+FEAT, HIDDEN, CLASSES = 8, 16, 3
+STEPS_TOL = 1e-12
+
+
+class Sage(torch.nn.Module):
+    """DGL's GraphSAGE example, two layers on a block each: a mean and a GCN aggregator."""
+
+    def __init__(self):
+        super().__init__()
+        self.layers = torch.nn.ModuleList([dglnn.SAGEConv(FEAT, HIDDEN, "mean"),
+                                           dglnn.SAGEConv(HIDDEN, CLASSES, "gcn")])
+
+    def forward(self, blocks, x):
+        for i, (layer, block) in enumerate(zip(self.layers, blocks)):
+            x = layer(block, x)
+            if i + 1 < len(self.layers):
+                x = F.relu(x)
+        return x
+
+
+def _graph(seed=0, n=300, e=2400):
+    gen = torch.Generator().manual_seed(seed)
+    src, dst = torch.randint(0, n, (e,), generator=gen), torch.randint(0, n, (e,), generator=gen)
+    g = dgl.graph((src, dst), num_nodes=n)
+    feat = torch.randn(n, FEAT, dtype=torch.float64, generator=gen)
+    labels = torch.randint(0, CLASSES, (n,), generator=gen)
+    return g, feat, labels
+
+
+def _train(model, batches):
+    """SGD over the batches, one step each; the parameters after."""
+    opt = torch.optim.SGD(model.parameters(), lr=0.5)
+    for blocks, x, y in batches:
+        opt.zero_grad()
+        F.cross_entropy(model(blocks, x), y).backward()
+        opt.step()
+    return {name: p.detach().clone() for name, p in model.named_parameters()}
+
+
+def _assert_same(ours, theirs):
+    assert ours.keys() == theirs.keys()
+    for name in ours:
+        torch.testing.assert_close(ours[name], theirs[name], rtol=STEPS_TOL, atol=STEPS_TOL, msg=name)
+
+
+def _assert_all_on_plugin(stats):
+    assert stats["calls"] > 0
+    assert stats["fallback"] == 0, stats["patterns"]
+    assert all(m["dgl"] == 0 for m in stats["modules"].values()), stats["modules"]
+
+
+def test_graphbolt_minibatches_train_on_the_plugin_as_on_dgl():
+    gb = pytest.importorskip("dgl.graphbolt")
+    g, feat, labels = _graph()
+    indptr, indices, _ = g.adj_tensors("csc")
+    graph = gb.fused_csc_sampling_graph(indptr, indices)
+    store = gb.BasicFeatureStore({("node", None, "feat"): gb.TorchBasedFeature(feat)})
+    seeds = torch.arange(0, g.num_nodes(), 3)
+    items = gb.ItemSet((seeds, labels[seeds]), names=("seed_nodes", "labels"))
+    pipe = gb.ItemSampler(items, batch_size=20, shuffle=True).sample_neighbor(graph, [5, 5])
+    pipe = pipe.fetch_feature(store, node_feature_keys=["feat"])
+
+    torch.manual_seed(0)
+    model = Sage().double()
+    state = copy.deepcopy(model.state_dict())
+    # The pipeline runs with the plugin on, training as it goes; its blocks are kept for the
+    # plugin-off run (GraphBolt's sampling has no seed that repeats a run).
+    dgl_ugraph.reset_stats()
+    opt = torch.optim.SGD(model.parameters(), lr=0.5)
+    batches = []
+    for mb in gb.DataLoader(pipe, num_workers=0):
+        blocks, x, y = mb.blocks, mb.node_features["feat"], mb.labels
+        assert all(isinstance(b, dgl.DGLGraph) and b.is_block for b in blocks)
+        opt.zero_grad()
+        F.cross_entropy(model(blocks, x), y).backward()
+        opt.step()
+        batches.append((blocks, x, y))
+    ours = {name: p.detach().clone() for name, p in model.named_parameters()}
+    _assert_all_on_plugin(dgl_ugraph.stats())
+    assert len(batches) == -(-len(seeds) // 20)
+
+    model.load_state_dict(state)
+    with dgl_ugraph.disabled():
+        theirs = _train(model, batches)
+    _assert_same(ours, theirs)
+
+
+def _free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _ddp_worker(rank, world, port, plugin, out):
+    """One DDP rank: DGL's DataLoader with use_ddp over a full-neighbor sampler (blocks that
+    repeat exactly, so that the plugin-on and -off runs meet the same batches), gloo, float64."""
+    import numpy as np
+    import torch.distributed as dist
+
+    torch.set_num_threads(1)
+    if plugin:
+        dgl_ugraph.enable()
+    else:
+        dgl_ugraph.disable()
+    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world)
+    try:
+        g, feat, labels = _graph(seed=1)
+        torch.manual_seed(0)
+        model = torch.nn.parallel.DistributedDataParallel(Sage().double())
+        opt = torch.optim.SGD(model.parameters(), lr=0.5)
+        sampler = dgl.dataloading.MultiLayerFullNeighborSampler(2)
+        seeds = torch.arange(0, g.num_nodes(), 2)
+        loader = dgl.dataloading.DataLoader(g, seeds, sampler, batch_size=25, shuffle=True, use_ddp=True,
+                                            ddp_seed=5, drop_last=False)
+        np.random.seed(rank)  # DGL's DDP shuffle draws from numpy's global generator
+        dgl_ugraph.reset_stats()
+        for _ in range(2):  # two epochs, each reshuffled
+            for _, dst, blocks in loader:
+                opt.zero_grad()
+                F.cross_entropy(model(blocks, feat[blocks[0].srcdata[dgl.NID]]), labels[dst]).backward()
+                opt.step()
+        stats = dgl_ugraph.stats()
+        if rank == 0:
+            torch.save({"params": {n: p.detach() for n, p in model.module.named_parameters()},
+                        "calls": stats["calls"], "fallback": stats["fallback"],
+                        "module_dgl": sum(m["dgl"] for m in stats["modules"].values())}, out)
+    finally:
+        dist.destroy_process_group()
+
+
+def test_ddp_training_with_dgl_s_dataloader_matches_plugin_off(tmp_path):
+    mp = pytest.importorskip("torch.multiprocessing")
+    runs = {}
+    for plugin in (True, False):
+        out = str(tmp_path / f"ddp_{plugin}.pt")
+        mp.spawn(_ddp_worker, args=(2, _free_port(), plugin, out), nprocs=2, join=True)
+        runs[plugin] = torch.load(out)
+    on, off = runs[True], runs[False]
+    assert on["calls"] > 0 and on["fallback"] == 0 and on["module_dgl"] == 0, on
+    assert off["calls"] == 0, off
+    _assert_same(on["params"], off["params"])
+    # The steps moved the parameters: equality is not the initial state's.
+    torch.manual_seed(0)
+    init = dict(Sage().double().named_parameters())
+    assert any(not torch.equal(init[n].detach(), on["params"][n]) for n in init)
+
+
+
+def _distdgl_standalone(part_dir, out):
+    """DistDGL in standalone mode (one process, its partition loaded locally): DistGraph and
+    DistNodeDataLoader train with the plugin on; the same blocks then train with it off."""
+    dgl.distributed.initialize(None)
+    try:
+        dg = dgl.distributed.DistGraph("toy", part_config=os.path.join(part_dir, "toy.json"))
+        sampler = dgl.dataloading.NeighborSampler([5, 5])
+        seeds = torch.arange(0, dg.num_nodes(), 3)
+        loader = dgl.dataloading.DistNodeDataLoader(dg, seeds, sampler, batch_size=20, shuffle=True)
+        torch.manual_seed(0)
+        model = Sage().double()
+        state = copy.deepcopy(model.state_dict())
+        opt = torch.optim.SGD(model.parameters(), lr=0.5)
+        dgl_ugraph.enable()
+        dgl_ugraph.reset_stats()
+        batches = []
+        for input_nodes, dst, blocks in loader:
+            x, y = dg.ndata["feat"][input_nodes], dg.ndata["label"][dst]
+            opt.zero_grad()
+            F.cross_entropy(model(blocks, x), y).backward()
+            opt.step()
+            batches.append((blocks, x, y))
+        stats = dgl_ugraph.stats()
+        ours = {name: p.detach().clone() for name, p in model.named_parameters()}
+        model.load_state_dict(state)
+        with dgl_ugraph.disabled():
+            theirs = _train(model, batches)
+        torch.save({"ours": ours, "theirs": theirs, "batches": len(batches), "calls": stats["calls"],
+                    "fallback": stats["fallback"], "module_dgl": sum(m["dgl"] for m in stats["modules"].values())},
+                   out)
+    finally:
+        dgl.distributed.exit_client()
+
+
+def test_distdgl_standalone_training_matches_plugin_off(tmp_path):
+    pytest.importorskip("dgl.distributed")
+    g, feat, labels = _graph(seed=2)
+    g.ndata["feat"], g.ndata["label"] = feat, labels
+    dgl.distributed.partition_graph(g, "toy", 1, str(tmp_path))
+    out = str(tmp_path / "standalone.pt")
+    # A process of its own: DistDGL's initialize() sets process-wide state once.
+    ctx = torch.multiprocessing.get_context("spawn")
+    proc = ctx.Process(target=_distdgl_standalone, args=(str(tmp_path), out))
+    proc.start()
+    proc.join(300)
+    assert proc.exitcode == 0
+    run = torch.load(out)
+    assert run["batches"] == -(-len(range(0, g.num_nodes(), 3)) // 20)
+    assert run["calls"] > 0 and run["fallback"] == 0 and run["module_dgl"] == 0, run
+    _assert_same(run["ours"], run["theirs"])
