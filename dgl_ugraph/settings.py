@@ -14,7 +14,7 @@ when it is used, so a program, or a test through monkeypatch.setenv, can change 
 | DGL_UGRAPH_DEBUG_POISON | `debug_poison()` | 1: fill outputs with NaN / -7 before each kernel |
 | DGL_UGRAPH_MODULES | `modules()` | 0: the dgl.nn convolutions keep DGL's forward (their kernels still run here) |
 | DGL_UGRAPH_TIER_UP | `tier_up()` | a CUDA graph's calls that run on DGL's kernels before it gets dgl_ugraph's (16; 0: none) |
-| DGL_UGRAPH_DATASETS | `datasets()` | the folder of the example graphs (models/, benchmarks) |
+| DGL_UGRAPH_DATASETS | `datasets()` | the folder of the example graphs (benchmarks/models/, benchmarks) |
 | XDG_CACHE_HOME | `cache_dir()` | the per-user cache (autotune winners, tuned models) |
 """
 from __future__ import annotations

@@ -2,8 +2,7 @@
 # Builds the two cores, libugraph_cuda.so and the CPU core's libugraph_cpu.a, on a machine without
 # a GPU, and copies them to .prebuilt/ (with .xz copies to carry), where scripts/gpu_check.sh picks
 # each up when its source hash matches the sources: the GPU machine then compiles only the thin
-# Python module (its GCC 13 spends minutes on the CPU core's max/min instances,
-# bench/raw/device_cpu_build_ninja.txt).
+# Python module (its GCC 13 spends minutes on the CPU core's max/min instances).
 #   UGRAPH_CUDA_ARCHS  (default 90), UGRAPH_STRATEGIES and UGRAPH_DTYPES (default all): as for the package
 #   UGRAPH_PTXAS_VERBOSE=1: also keep ptxas's register and spill report in build/cuda-lib/ptxas.log
 set -euo pipefail

@@ -97,7 +97,7 @@ if has bench; then
   $PY benchmarks/summarize_kernels.py "$OUT/kernels.csv" --out "$OUT/kernels.md" && cat "$OUT/kernels.md"
 fi
 
-# Stage suite: issue 13/14's acceptance suite in one call, the selector's choices and the baselines
+# Stage suite: the acceptance suite in one call, the selector's choices and the baselines
 # without search (--grid none), in five parts: the uGrapher stand-ins with every operator, the
 # shared datasets, the two 40M-edge graphs, the stand-ins' half-precision sums and the stand-ins
 # reversed (the backward passes' aggregations); $OUT/kernels.csv holds them all.

@@ -21,8 +21,8 @@ from dgl_ugraph.core.abstraction import (DTYPE_CODES, EDGE_OP_CODE, EDGE_STRATEG
 from dgl_ugraph.core.capability import why_not
 from dgl_ugraph.core.graph import UGraph
 
-# Debugging aid (METHOD.md): fill every output with NaN / -7 before the kernel runs, so an
-# element the kernel forgets to write shows up instead of hiding behind allocator leftovers.
+# Debugging aid (DGL_UGRAPH_DEBUG_POISON=1, on in the tests): fill every output with NaN / -7 before the kernel
+# runs, so an element the kernel forgets to write shows up instead of hiding behind allocator leftovers.
 POISON_OUTPUTS = settings.debug_poison()
 
 # A workspace of at most this many bytes is handed to the core zero-filled and kept for the next
@@ -41,8 +41,8 @@ ZEROED_WORKSPACE_STREAMS = 4
 # at the edge rows of each destination, scattered where edge ids are not in CSC order; past L2,
 # each score then costs a 32-byte sector. The split pays a second launch and its statistics (a
 # sum a row and element; the forward's maxima too). Measured against one launch, the kernels
-# alone (H100, the 11 stand-ins of 0.9-5.8M edges x 1, 2, 4 and 8 heads of float32;
-# bench/raw/softmax_split_kernels_719e977d_s26_h100.csv):
+# alone (H100, core 719e977d, the 11 stand-ins of 0.9-5.8M edges x 1, 2, 4 and 8 heads of
+# float32; docs/performance.md):
 # - the backward (it reads x and y and writes out, all scattered) gains 1.03-3.18x on every one;
 # - the forward (it reads x and writes out, and pays twice the statistics: a max and a sum) with
 #   1 head gains or loses up to a quarter (0.75-1.25x, geomean 1.00); with 2, 4 and 8 heads it
@@ -241,7 +241,7 @@ def swaps_operands(edge_op: str, bc: Broadcast, device: torch.device) -> bool:
     with the same values bit for bit (IEEE addition and multiplication commute) and the same max/min
     winners (arg_a and arg_b exchanged with them). That is NNConv's aggregation, u_mul_e of x
     (N, k, 1) by w (E, k, k), and its backward's u_mul_v; unexchanged, its lanes read one element
-    each (H200, sim-amazon0505, k = 16: bench/raw/s34/)."""
+    each (H200, sim-amazon0505, k = 16)."""
     return device.type == "cuda" and edge_op in ("add", "mul") and bc.b_off is None and bc.a_off_block > 1
 
 
@@ -352,7 +352,7 @@ class Plan:
         # dtype and device: one element expanded (stride 0), which empty_like, finding it not
         # dense, lays out contiguously. It parses no shape, dtype or device: on the H200's host a
         # CUDA output and its release cost 1.7-2.0 us against new_empty's 2.6-2.7 and
-        # torch.empty's 3.3 (bench/raw/s37/alloc_ways.log).
+        # torch.empty's 3.3.
         arg = arg_a if arg_a is not None else arg_b if arg_b is not None else c
         self._c_like = c.new_empty(()).expand(c.shape)
         self._arg_like = arg.new_empty(()).expand(c.shape)
@@ -390,14 +390,12 @@ class Plan:
             if a.is_contiguous():
                 a_ptr, a_stride = a.data_ptr(), self._a_row
             else:
-                a = _features_contiguous(a)
-                a_ptr, a_stride = a.data_ptr(), a.stride(0)
+                a_ptr, a_stride = (a := _features_contiguous(a)).data_ptr(), a.stride(0)
         if self._rhs:
             if b.is_contiguous():
                 b_ptr, b_stride = b.data_ptr(), self._b_row
             else:
-                b = _features_contiguous(b)
-                b_ptr, b_stride = b.data_ptr(), b.stride(0)
+                b_ptr, b_stride = (b := _features_contiguous(b)).data_ptr(), b.stride(0)
         index = self._cuda_index
         stream = None
         if self._zeroed is not None:

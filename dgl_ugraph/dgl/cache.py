@@ -22,11 +22,11 @@ Lifetimes:
 Tier-up (CUDA): a graph index gets its entry on its (settings.tier_up() + 1)-th call through
 dgl_ugraph's routes; its earlier calls run on DGL's kernels (`warming`). An entry's first call on a
 new graph costs the GPU machine's host about 1.2-1.7 ms against DGL's 0.55 ms (the CSC DGL makes,
-our UGraph, the degree statistics' wait for the device, selection and the plan; H200,
-bench/raw/probe_new_graph_s32.py), where a repeat call saves 35-150 us against DGL's. A graph
+our UGraph, the degree statistics' wait for the device, selection and the plan; H200), where a
+repeat call saves 35-150 us against DGL's. A graph
 called a few times in its life, as the blocks a neighbor sampler makes for one training step
 are (GAT calls a block about ten times a step), would pay for its entry and never get it back:
-mini-batch training ran at 0.47-0.55x DGL with an entry from the first call (H200, session 32).
+mini-batch training ran at 0.47-0.55x DGL with an entry from the first call (H200).
 """
 from __future__ import annotations
 
@@ -46,7 +46,7 @@ RECENT_GRAPHS = 8
 # Devices on which an int64 graph whose node and edge counts fit 31 bits runs as int32 (_build):
 # on CUDA the 32-bit index paths ran the aggregations 1.15-1.65x faster than the same graph at
 # int64 with the same configuration (H200, the uGrapher stand-ins: copy_u sum 1.15-1.40x, max
-# 1.35-1.62x, the GAT sum 1.17-1.54x, u_add_v/u_dot_v 1.00-1.16x; bench/raw/s34/idtype/). On the
+# 1.35-1.62x, the GAT sum 1.17-1.54x, u_add_v/u_dot_v 1.00-1.16x). On the
 # 2-core CPU the two widths measured within noise of each other, so CPU graphs keep DGL's.
 NARROW_DEVICES = ("cuda",)
 NARROW_LIMIT = 2 ** 31 - 1
@@ -180,7 +180,7 @@ def _forward_entry(gidx) -> Optional[GraphEntry]:
     """The entry of the graph index that `gidx` reverses, where `gidx` came from its reverse()
     while the plugin was on (as every backward pass's does: `derived`) and that index has an entry.
     Asking DGL instead (which formats the graph has, then its CSR) took 12-16 of a new graph's 19
-    calls into DGL's C API (0.17 ms on the GPU machine's host; docs/NOTES.md, session 36)."""
+    calls into DGL's C API (0.17 ms on the H200 machine's host)."""
     parent = _linked(_reversed, gidx)
     return seen(parent) if parent is not None else None
 

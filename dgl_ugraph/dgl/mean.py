@@ -19,8 +19,7 @@ gradient into a new tensor and then runs the reverse sum over it. A message diff
 quotient by at most an ulp. Where autograd records the backward (create_graph) it is DGL's own
 division and differentiable reverse sum.
 
-When it fuses (H200, session 32, bench/raw/mean_backward_s32_30d43064_h200.csv: 35 graphs x F in
-16/64/256, kernel times): the fused call against the division plus the reverse copy sum is 2.06x
+When it fuses (H200, core 30d43064, 35 graphs x F in 16/64/256, kernel times): the fused call against the division plus the reverse copy sum is 2.06x
 geomean, 1.03-2.3x on every graph of over 1M edges at F >= 64; it loses only at F = 16 on graphs of
 over 1M edges and 10 or more edges a node (0.75-0.98x: big-skewed, big-balanced, artist,
 soc-BlogCatalog), where the per-edge load of B costs more than the division's pass saves, so those

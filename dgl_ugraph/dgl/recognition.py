@@ -119,7 +119,7 @@ def _why_not(entry, pattern, lhs, rhs) -> Optional[str]:
 
 class _ZeroRows(str):
     """A reason that DGL must not get the call: an operand without rows where the graph has some.
-    DGL 2.1's CPU gsddmm dereferences it (a segmentation fault, tests/test_reliability_inputs.py);
+    DGL 2.1's CPU gsddmm dereferences it (a segmentation fault, tests/dgl/test_reliability_inputs.py);
     its gspmm raises DGLError ("Check notnull"). dgl_ugraph raises a DGLError that names it."""
 
 
@@ -293,11 +293,11 @@ def decision_for(gidx, sig_key, op, lhs, rhs):
 # The fused CUDA softmax (csrc/cuda/softmax.cu) gives each destination row a team sized to the
 # average row, a warp or a block, by its length, and runs split in two launches on large graphs
 # whose edge ids scatter each row (core.ops.softmax_splits). Against the five calls on
-# dgl_ugraph's kernels in the same run (H100, benchmarks/bench_softmax_gpu.py with no rule,
-# bench/raw/softmax_gpu_split_ungated_719e977d_s26_h100.csv; 0.1-5.3M edges, 1 and 8 heads) it
+# dgl_ugraph's kernels in the same run (H100, core 719e977d, benchmarks/bench_softmax_gpu.py with
+# no rule; 0.1-5.3M edges, 1 and 8 heads) it
 # wins the forward (1.19-2.56x) and the forward with its backward (1.07-1.66x) on every graph, the
 # backward split past 2^20 scores. In one launch, rows past SOFTMAX_FUSED_MAX_DEGREE in-edges lose to the five
-# calls (soc-BlogCatalog, rows of up to 8,842: 0.73x with 8 heads; session 25), since each of its
+# calls (soc-BlogCatalog, rows of up to 8,842: 0.73x with 8 heads), since each of its
 # passes walks such a row again; split, the same graph wins (1.16-1.38x). So a call of such rows
 # runs fused where it splits, and on the five calls, whose kernels balance skewed rows, otherwise.
 SOFTMAX_FUSED_MAX_DEGREE = 1 << 10  # the longest row's in-edges

@@ -101,16 +101,16 @@ def module_record(module: str, runs_on: str, detail: str) -> ModuleRecord:
     return rec
 
 
-def _module_stats() -> dict:
+def _tally(records: list, name: str, ours: str, theirs: str) -> Dict[str, dict]:
+    """The calls of `records` (SignatureRecords or ModuleRecords) summed by their attribute `name`:
+    {ours: calls on dgl_ugraph, theirs: calls on DGL, "reasons": DGL's calls by reason}, by name."""
     out: Dict[str, dict] = {}
-    for rec in list(_module_records.values()):
-        if rec.calls == 0:
-            continue
-        entry = out.setdefault(rec.module, {"lean": 0, "dgl": 0, "reasons": {}})
+    for rec in records:
+        entry = out.setdefault(getattr(rec, name), {ours: 0, theirs: 0, "reasons": {}})
         if rec.runs_on == UGRAPHER:
-            entry["lean"] += rec.calls
+            entry[ours] += rec.calls
         else:
-            entry["dgl"] += rec.calls
+            entry[theirs] += rec.calls
             entry["reasons"][rec.detail] = entry["reasons"].get(rec.detail, 0) + rec.calls
     return dict(sorted(out.items()))
 
@@ -128,24 +128,16 @@ def set_enabled(on: bool):
 def stats() -> dict:
     """Calls intercepted and fallen back, per pattern with reasons, and every signature seen
     with the configuration it ran with (or the reason it ran on DGL)."""
-    patterns: Dict[str, dict] = {}
-    rows = []
-    for rec in list(_records.values()):
-        if rec.calls == 0:
-            continue
-        entry = patterns.setdefault(rec.pattern, {"intercepted": 0, "fallback": 0, "reasons": {}})
-        if rec.runs_on == UGRAPHER:
-            entry["intercepted"] += rec.calls
-        else:
-            entry["fallback"] += rec.calls
-            entry["reasons"][rec.detail] = entry["reasons"].get(rec.detail, 0) + rec.calls
-        rows.append(rec.as_dict())
+    called = [rec for rec in list(_records.values()) if rec.calls]
+    patterns = _tally(called, "pattern", "intercepted", "fallback")
+    rows = [rec.as_dict() for rec in called]
+    modules = _tally([rec for rec in list(_module_records.values()) if rec.calls], "module", "lean", "dgl")
     intercepted = sum(p["intercepted"] for p in patterns.values())
     fallback = sum(p["fallback"] for p in patterns.values())
     return {"enabled": _enabled, "calls": intercepted + fallback, "intercepted": intercepted,
-            "fallback": fallback, "patterns": dict(sorted(patterns.items())),
+            "fallback": fallback, "patterns": patterns,
             "signatures": sorted(rows, key=lambda r: (r["pattern"], -r["calls"])),
-            "modules": _module_stats(), "graphs_cached": cache.cached_graphs()}
+            "modules": modules, "graphs_cached": cache.cached_graphs()}
 
 
 def reset_stats():

@@ -24,7 +24,7 @@ def heuristic(sig: Signature, stats: DegreeStats, allowed: List[str]) -> Paralle
     on (data/predictor/: 4,922 cases of the team kernels on 108 graphs, H100 and H200); the first
     strategy of the preferred order that `allowed` holds wins. Against the grid search's best,
     geomean (10th percentile): 0.918 (0.77), H100 0.922 and H200 0.890, where the rule before this
-    one (session 36) read 0.761 (0.51), 0.759 and 0.777; `tests/test_rules.py` holds it there.
+    one read 0.761 (0.51), 0.759 and 0.777; `tests/selection/test_rules.py` holds it there.
     - Aggregation (every op but dot) runs on the warp strategies' teams (csrc/cuda/team.cuh):
       lanes sized to the row, 16-byte accesses, several edges in flight. warp_vertex (no atomics),
       one destination row a team: 0.89 of the best on rows of up to 64 bytes, where four rows a
@@ -37,8 +37,8 @@ def heuristic(sig: Signature, stats: DegreeStats, allowed: List[str]) -> Paralle
       packed-key atomics; else 16, or 64 where a team's share passes 64 edges on rows past 64
       bytes) wins once the longest row exceeds `_SKEW` times a team's share of the edges (4 for
       sums; 10 for max/min, whose warp_edge also pays a decoding pass). On the H200's suite
-      (bench/raw/s36/heuristic_suite.*, fresh timings of 405 cases) this rule ran at 0.97 of the
-      shipped model's speed, and 1.08x the rule before it.
+      (fresh timings of 405 cases) this rule ran at 0.97 of the shipped model's speed, and 1.08x
+      the rule before it.
     - Message creation (every op but dot): rows of up to NARROW_MESSAGE_BYTES (GAT's scores, a
       few heads a row) go one thread per position, two positions a thread and a thread per
       element up to 4 (thread_edge:2:min(4, row)): 0.94 of the best, where warp_edge's teams of a
@@ -96,7 +96,7 @@ _SKEW = {"sum": 4.0, "mean": 4.0, "max": 10.0, "min": 10.0}
 # thread_vertex walks each destination row in one thread and has no heavy-row path (the warp
 # strategies' teams do: csrc/cuda/team.cuh), so a row far longer than a thread's share of the
 # edges runs alone long after the rest of the graph. Read off a five-fold cross-validation of the
-# model by graph over every collected case (docs/NOTES.md, session 21): of the 1,222 cases (43
+# model by graph over every collected case (docs/performance.md): of the 1,222 cases (43
 # graphs) whose longest row passes STRAGGLER x max(edges / RESIDENT_THREADS, 32), thread_vertex
 # was the fastest configuration in one (0.91x of it the next best there), and the model's four
 # picks of it ran 0.19-0.39x the best (fp64 max on ds-squirrel and a banded 2M-row graph), each
@@ -135,7 +135,7 @@ def l2_tiling(pinfo: ParallelInfo, sig: Signature, num_src: int, num_edges: int,
     read by at least REUSE_MIN edges on average, rows fetched whole keep evicting each other; cut
     into t slabs (t the smallest power of two whose slab share fits half the L2, each slab still
     SLAB_MIN_BYTES or more), the team kernels walk one slab of every row at a time. Measured on an
-    H100 at F = 256 in float32 (docs/NOTES.md, session 14): artist (52 MB of rows, 32 edges per
+    H100 at F = 256 in float32 (core 0a2c6e47): artist (52 MB of rows, 32 edges per
     source) 297 -> 242 us at t = 2, soc-BlogCatalog (91 MB, 24 edges per source) 552 -> 339 us at
     t = 4, against cuSPARSE's 293 and 512 us; ppi (58 MB, 14 edges per source) loses 109 -> 125 us
     at t = 4, where the rows are read too few times to pay for the slabs' repeated index loads.

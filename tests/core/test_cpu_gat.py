@@ -1,4 +1,4 @@
-"""The CPU core's path for GAT's aggregation (issue 19): (N, H, D) features times one weight
+"""The CPU core's path for GAT's aggregation: (N, H, D) features times one weight
 per head and edge, (E, H, 1) (u_mul_e-sum in the forward, and on the reversed graph in the
 backward), in blocks of whole heads fixed at compile time, and the mirror (e_mul_u). Other
 edge_ops and reducers with this broadcast keep the general block, which test_core_cpu.py and

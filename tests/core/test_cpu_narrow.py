@@ -1,4 +1,4 @@
-"""The CPU core's narrow-row paths (issue 19): rows of 1-8 elements per edge with the width
+"""The CPU core's narrow-row paths: rows of 1-8 elements per edge with the width
 fixed at compile time, in aggregation (whole rows of a segment in one loop; head and tail rows
 cut between threads), in gather none, and dot messages of up to 8 products; broadcasts that are
 one run over the row (GAT's one-head attention: (1, D) x (1, 1)) take the same paths with a

@@ -1,4 +1,4 @@
-"""The DGL fuzz's cases and checks, shared by tests/test_dgl_fuzz.py (CPU, drawn by Hypothesis) and
+"""The DGL fuzz's cases and checks, shared by tests/dgl/test_dgl_fuzz.py (CPU, drawn by Hypothesis) and
 tests/gpu/test_dgl_gpu.py (CUDA, drawn from a seed). A case draws its choices from a chooser
 (pick/integer/boolean), so either drawer makes the same kinds of cases; the graph's device is the
 device of every operand.

@@ -1,6 +1,6 @@
 """Fuzzed parity with DGL's own kernels (the oracle: the plugin disabled), value and gradient.
 
-Hypothesis draws the cases of tests/dgl_fuzz_cases.py (its docstring says what they cover): the
+Hypothesis draws the cases of tests/dgl/dgl_fuzz_cases.py (its docstring says what they cover): the
 graph (empty rows, self-loops, multi-edges, no edges at all, skewed rows, bipartite blocks, a CSC
 without edge ids), the builtin, feature shapes with broadcasting, the dtype and the index type.
 tests/gpu/test_dgl_gpu.py draws the same cases from seeds on CUDA.

@@ -1,4 +1,4 @@
-"""Parity on every example model (models/*.py, plain DGL): forward outputs and every parameter's
+"""Parity on every example model (benchmarks/models/*.py, plain DGL): forward outputs and every parameter's
 gradient are equal with dgl_ugraph on and off, and all their gspmm/gsddmm calls are intercepted.
 Training for a few epochs reaches the same accuracy."""
 import copy

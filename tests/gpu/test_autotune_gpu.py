@@ -1,4 +1,4 @@
-"""Online autotuning on the GPU (DGL_UGRAPH_AUTOTUNE=1, issue 15): the first call of a kind times
+"""Online autotuning on the GPU (DGL_UGRAPH_AUTOTUNE=1): the first call of a kind times
 the shortlist on the call's own tensors with the core's timing loop, writes the winner to the
 per-device cache file, and computes the right result; a new process (a fresh tuner over the same
 file) reuses the winner without timing again."""

@@ -1,4 +1,4 @@
-"""CUDA graph capture of whole training steps built on the kernel API (issue 14).
+"""CUDA graph capture of whole training steps built on the kernel API.
 
 A GCN step (copy_u-sum) and a GAT step (u_add_v, edge softmax as copy_e-max, e_sub_v, copy_e-sum
 and e_div_v, u_mul_e-sum, and their backward passes: copy_e-sum, u_dot_v, e_mul_v and the sums

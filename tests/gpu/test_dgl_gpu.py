@@ -1,8 +1,8 @@
 """The DGL-facing suite on the GPU, under a CUDA build of real DGL: the example models' parity
 with dgl_ugraph on and off (outputs and every gradient) and their full interception; a seeded
 fuzz of >= 2,000 builtin calls against DGL's own CUDA kernels (the cases of
-tests/dgl_fuzz_cases.py, drawn from seeds, in float32/float64/float16/bfloat16, int32/int64 graphs,
-with broadcasting); DGL's graph convolutions (tests/test_dgl_convs.py's table) on a graph with a
+tests/dgl/dgl_fuzz_cases.py, drawn from seeds, in float32/float64/float16/bfloat16, int32/int64 graphs,
+with broadcasting); DGL's graph convolutions (tests/dgl/test_dgl_convs.py's table) on a graph with a
 hub row; the toggle and the fallback on CUDA tensors; the graph cache across forward
 and backward. Skipped unless DGL imports, has CUDA, and a GPU and dgl_ugraph's CUDA core exist.
 

@@ -1,4 +1,4 @@
-"""The reliability suite's device half (issue 7): a seeded fuzz twin of tests/test_dgl_fuzz.py
+"""The reliability suite's device half: a seeded fuzz twin of tests/dgl/test_dgl_fuzz.py
 against the fp64 oracle (tests/reference.py) through dgl_ugraph.ugrapher, >= 5,000 cases per run;
 64-bit offsets on a real large case; deterministic mode bitwise on the device; the bad inputs
 that only a GPU can show. Skipped without CUDA and the CUDA core.

@@ -19,6 +19,20 @@ def _check_zero_in_degree(self, entry, api):
         raise api["DGLError"](ZERO_IN_DEGREE)
 
 
+def _aggregate_and_finish(self, graph, feat_src, a, h_dst, dst_prefix_shape, bias, get_attention):
+    """GATConv's and GATv2Conv's common tail: the attention-weighted sum of the source features
+    (`u_mul_e` sum), then the residual (res_fc of h_dst), the bias where one is added here, the
+    activation, and the attention too where get_attention asks for it."""
+    rst = aggregate(graph, "sum", feat_src, a)
+    if self.res_fc is not None:
+        rst = rst + self.res_fc(h_dst).view(*dst_prefix_shape, -1, self._out_feats)
+    if bias is not None:
+        rst = rst + bias.view(*((1,) * len(dst_prefix_shape)), self._num_heads, self._out_feats)
+    if self.activation:
+        rst = self.activation(rst)
+    return (rst, a) if get_attention else rst
+
+
 def gat_conv(self, graph, entry, feat, edge_weight=None, get_attention=False):
     """GATConv.forward."""
     api = dgl_api()
@@ -47,16 +61,8 @@ def gat_conv(self, graph, entry, feat, edge_weight=None, get_attention=False):
     a = self.attn_drop(api["edge_softmax"](graph, e))
     if edge_weight is not None:
         a = a * edge_weight.tile(1, heads, 1).transpose(0, 2)
-    rst = aggregate(graph, "sum", feat_src, a)
-    if self.res_fc is not None:
-        rst = rst + self.res_fc(h_dst).view(*dst_prefix_shape, -1, out_feats)
-    if self.has_explicit_bias:
-        rst = rst + self.bias.view(*((1,) * len(dst_prefix_shape)), heads, out_feats)
-    if self.activation:
-        rst = self.activation(rst)
-    if get_attention:
-        return rst, a
-    return rst
+    bias = self.bias if self.has_explicit_bias else None
+    return _aggregate_and_finish(self, graph, feat_src, a, h_dst, dst_prefix_shape, bias, get_attention)
 
 
 def gatv2_conv(self, graph, entry, feat, get_attention=False):
@@ -80,14 +86,7 @@ def gatv2_conv(self, graph, entry, feat, get_attention=False):
     e = self.leaky_relu(message(graph, "add", feat_src, feat_dst, "u", "v"))
     e = (e * self.attn).sum(dim=-1).unsqueeze(dim=2)
     a = self.attn_drop(api["edge_softmax"](graph, e))
-    rst = aggregate(graph, "sum", feat_src, a)
-    if self.res_fc is not None:
-        rst = rst + self.res_fc(h_dst).view(h_dst.shape[0], -1, out_feats)
-    if self.activation:
-        rst = self.activation(rst)
-    if get_attention:
-        return rst, a
-    return rst
+    return _aggregate_and_finish(self, graph, feat_src, a, h_dst, (h_dst.shape[0],), None, get_attention)
 
 
 def dot_gat_conv(self, graph, entry, feat, get_attention=False):
