@@ -8,7 +8,7 @@ of each case, so that the same configuration is timed under both cores (a CSV ma
 several rows with other configurations: each is timed).
 
     python benchmarks/ab_cores.py --core old=/path/libugraph_cuda.so --core new=dgl_ugraph/libugraph_cuda.so \
-        --cases benchmarks/results/kernels_886c139e_h100.csv --out /tmp/ab.csv
+        --cases benchmarks/results/kernels.csv --out /tmp/ab.csv
 
 --no-hint NAME times core NAME with the params' max_degree hint cleared (params.h), as a caller
 that does not know the graph's longest row: the same library twice, once with and once without

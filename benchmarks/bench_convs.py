@@ -2,11 +2,11 @@
 at a time, plugin on and off: what a user of each dgl.nn conv gains.
 
 For each (conv, graph, mode), one module and one set of random inputs at the --dims widths; the
-two sides interleave (bench_models.interleaved_ms: warm-up, then rounds in rotating order, each
+two sides interleave (harness/timing.py's interleaved_ms: warm-up, then rounds in rotating order, each
 call timed to the device's synchronization). Modes: inference (eval, no_grad) and training (the
 forward and the backward of a fixed random projection of every output, onto the parameters and
 the inputs). Parity and `ugraph_share` are taken first, on dgl_ugraph's kernels from the graph's
-first call (bench_models.tier_up_now); the times are the steady state after. Parity is checked on
+first call (harness/timing.py's tier_up_now); the times are the steady state after. Parity is checked on
 a float64 copy of the case (in float32 a ReLU whose input lies within rounding of 0 flips with the
 summation order, and one flipped unit moves a gradient by a percent of its scale), or in float32
 where DGL's own module refuses float64 (`parity_dtype`). `paired_x` is the median over rounds of
@@ -39,7 +39,9 @@ from dgl import DGLError  # noqa: E402
 
 import convs  # noqa: E402  (benchmarks/models/convs.py)
 import dgl_ugraph  # noqa: E402
-from bench_models import graph_cases, interleaved_ms, paired_speedup, parity, tier_up_now, ugraph_share  # noqa: E402
+from harness.graphs import graph_cases  # noqa: E402
+from harness.parity import parity  # noqa: E402
+from harness.timing import interleaved_ms, paired_speedup, tier_up_now, ugraph_share  # noqa: E402
 from dgl_ugraph.tuning.shards import write_rows  # noqa: E402
 
 COLUMNS = ["device", "conv", "graph", "V", "E", "mode", "impl", "ms", "ms_p25", "ms_p75", "reps", "paired_x",
@@ -134,7 +136,13 @@ def markdown(rows: list) -> str:
     cols = [(g, m) for g in graphs for m in modes]
     cell = {(r["conv"], r["graph"], r["mode"]): float(r["paired_x"]) for r in ours}
     device = ours[0]["device"] if ours else ""
+    # The results files of the device's kind, and how their rows are measured.
+    name, run = (("convs_cpu", "bench_convs.py --device cpu --graphs ... --out CSV") if device == "cpu" else
+                 ("convs", "bash scripts/gpu_check.sh build dgl-convs"))
     lines = [f"# DGL's graph convolutions with dgl_ugraph ({device})", "",
+             f"Regenerate: `python benchmarks/bench_convs.py --summarize benchmarks/results/{name}.csv "
+             f"--md benchmarks/results/{name}.md` (the rows: `{run}`, merged with --summarize A.csv,B.csv --out; "
+             "a later run's rows replace an earlier one's).", "",
              "Speedup over DGL's own kernels (median over interleaved rounds of DGL's time / ours), one layer, "
              "hidden widths of 64 (benchmarks/bench_convs.py). Inference: eval, no_grad; training: forward and "
              "backward.", "",

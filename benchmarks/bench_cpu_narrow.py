@@ -1,5 +1,5 @@
 """Narrow-row CPU calls (1-8 elements per edge) against DGL's own CPU kernels, as GAT and GCN's
-output layers make them (issue 19).
+output layers make them.
 
     PYTHONPATH=. .venv/bin/python benchmarks/bench_cpu_narrow.py [--graph pubmed] [--rounds 25] [--label after]
 

@@ -1,4 +1,4 @@
-"""Per-call cost of the plugin's dispatch (issue 14): DGL's _gspmm/_gsddmm entry points called
+"""Per-call cost of the plugin's dispatch: DGL's _gspmm/_gsddmm entry points called
 back to back on one cora-sized graph object, as DGL's autograd functions call them.
 
 For each operator, interleaved round by round in one run:
@@ -14,8 +14,8 @@ For each operator, interleaved round by round in one run:
 dispatch is what the plugin adds per call for a graph object DGL has passed before, timed whole
 rather than as the small difference of two kernel-sized times (on a slow host those move by more
 than it). ugraph - kernel (`ugraph_minus_kernel`) adds to it what the kernel pays for writing
-into new outputs rather than the ones it wrote the call before, which DGL's kernel pays as well
-(bench/raw/s38/cpu_output_memory.py): ugraph - plan is the DGL layer, plan - kernel the outputs'
+into new outputs rather than the ones it wrote the call before, which DGL's kernel pays as well:
+ugraph - plan is the DGL layer, plan - kernel the outputs'
 allocation, that writing and the data pointers. With --device cuda (DGL built for CUDA), also:
   ugrapher     - dgl_ugraph.ugrapher, the narrow kernel API (its repeat calls reuse a plan):
                  ugrapher - plan is the plan lookup;

@@ -1,4 +1,4 @@
-"""Host cost of a repeat operator call on CPU (issue 14): the Python around the compiled core,
+"""Host cost of a repeat operator call on CPU: the Python around the compiled core,
 on a graph so small that the kernel itself is a fraction of a microsecond.
 
 Per operator, each call timed back to back (per round, the median of 5 blocks of calls/5

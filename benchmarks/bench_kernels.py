@@ -58,8 +58,8 @@ OPERATORS = {
     "u_mul_e-sum": ("mul", "sum", ("src", lambda f: (f,)), ("edge", lambda f: (1,))),
     "copy_u-max": ("copy_lhs", "max", ("src", lambda f: (f,)), None),
     "copy_u-mean": ("copy_lhs", "mean", ("src", lambda f: (f,)), None),
-    # GAT's aggregation, the attention (E, H, 1) over H heads of F / H features: H = 4 keeps its
-    # historical name; issue 13's GAT bar names H = 1, 4 and 8.
+    # GAT's aggregation, the attention (E, H, 1) over H heads of F / H features: H = 4 keeps the
+    # unnumbered name; the GAT bar names H = 1, 4 and 8.
     "gat_u_mul_e-sum": ("mul", "sum", ("src", lambda f: (4, f // 4)), ("edge", lambda f: (4, 1))),
     "gat1_u_mul_e-sum": ("mul", "sum", ("src", lambda f: (1, f)), ("edge", lambda f: (1, 1))),
     "gat8_u_mul_e-sum": ("mul", "sum", ("src", lambda f: (8, f // 8)), ("edge", lambda f: (8, 1))),

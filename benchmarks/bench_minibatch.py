@@ -46,7 +46,7 @@ import dgl  # noqa: E402
 import dgl.nn as dglnn  # noqa: E402
 
 import dgl_ugraph  # noqa: E402
-from bench_models import cuda_ms, tier_up_now  # noqa: E402
+from harness.timing import cuda_ms, tier_up_now  # noqa: E402
 from dgl_ugraph.tuning import graph_suite as gs  # noqa: E402
 from dgl_ugraph.tuning.shards import write_rows  # noqa: E402
 

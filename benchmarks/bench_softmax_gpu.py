@@ -178,10 +178,10 @@ def main(argv=None):
             # Each implementation's error against DGL's own float64 softmax, within four times
             # DGL's own float32 error (long rows' sums differ in their order).
             with mode("dgl"):
-                s64 = score.double().requires_grad_()
-                out64 = dgl.ops.edge_softmax(g, s64)
+                score64 = score.double().requires_grad_()
+                out64 = dgl.ops.edge_softmax(g, score64)
                 out64.backward(grad.double())
-                want = {"softmax": out64.detach(), "gradient": s64.grad}
+                want = {"softmax": out64.detach(), "gradient": score64.grad}
             errors = {}
             for impl in impls:
                 with mode(impl):

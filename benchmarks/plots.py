@@ -11,16 +11,22 @@
   slowest and fastest graph (whiskers).
 - kernels_vs_cusparse.png: per operator, our kernels' speedup over cuSPARSE (torch.sparse.mm on
   CSR) on the uGrapher stand-ins and the large graphs (forward, fp32), from
-  benchmarks/results/kernels_886c139e_h100.csv (core 886c139e, session 12) and benchmarks/results/kernels.csv (the current
-  core), for the selector's choice and, where the run searched, the best configuration. Operators cuSPARSE
+  benchmarks/results/kernels.csv (the device from its rows, the CUDA core from kernels.md's header),
+  for the selector's choice and, where the run searched, the best configuration. Operators cuSPARSE
   cannot express are shown against the torch gather/scatter path, and say so.
+
+The GPU charts take the last GPU device in models.csv (the current run). Each PNG is saved with a
+256-colour palette, which keeps it a fraction of the size at the same resolution.
 """
 from __future__ import annotations
 
 import argparse
 import csv
+import gzip
+import io
 import math
 import pathlib
+import re
 from collections import defaultdict
 
 import matplotlib
@@ -31,9 +37,23 @@ from matplotlib.colors import TwoSlopeNorm  # noqa: E402
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 MODELS = ("GCN", "GAT", "GIN", "SAGE-mean", "SAGE-gcn", "SAGE-pool")
-# (file, the CUDA core it measured, its colors for the selector and the best configuration)
-KERNEL_FILES = (("kernels_886c139e_h100.csv", "886c139e", ("#9ecae1", "#3182bd")),
-                ("kernels.csv", "a813737c", ("#fdae6b", "#e6550d")))
+RESULTS = ROOT / "benchmarks" / "results"
+# The kernels chart's colours: the selector's choice, the best configuration.
+KERNEL_COLORS = {"ugraph": "#fdae6b", "ugraph_best": "#e6550d"}
+DPI = 110
+
+
+def save(fig, path, dpi=DPI):
+    """Writes fig as a palette PNG (256 colours: the charts' flat fills and text lose nothing)."""
+    from PIL import Image
+
+    buf = io.BytesIO()
+    fig.savefig(buf, dpi=dpi, format="png")
+    plt.close(fig)
+    buf.seek(0)
+    with Image.open(buf) as img:
+        img.convert("RGB").quantize(colors=256, method=Image.Quantize.MEDIANCUT).save(path, optimize=True)
+    return path
 
 
 def geomean(xs):
@@ -42,7 +62,8 @@ def geomean(xs):
 
 
 def read_csv(path):
-    with open(path, newline="") as fh:
+    path = pathlib.Path(path)
+    with (gzip.open(path, "rt", newline="") if path.suffix == ".gz" else open(path, newline="")) as fh:
         return list(csv.DictReader(fh))
 
 
@@ -65,9 +86,11 @@ def graph_order(rows):
 
 
 def device_rows(rows, kind):
-    """The rows of one device kind (CPU rows' device starts with "cpu") and that device's name."""
+    """The rows of the last device of one kind in the file (CPU rows' device starts with "cpu"):
+    the current run, where an earlier run's rows stay beside it; and that device's name."""
     mine = [r for r in rows if r["device"].startswith("cpu") == (kind == "cpu")]
-    return mine, (mine[0]["device"] if mine else "")
+    device = mine[-1]["device"] if mine else ""
+    return [r for r in mine if r["device"] == device], device
 
 
 def heatmap(rows, impl, baseline, title, path):
@@ -96,9 +119,7 @@ def heatmap(rows, impl, baseline, title, path):
         fig.colorbar(im, ax=ax, fraction=0.02, pad=0.01)
     fig.suptitle(title, fontsize=10)
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return save(fig, path)
 
 
 def speedup_bars(rows, pairs, title, path):
@@ -130,12 +151,10 @@ def speedup_bars(rows, pairs, title, path):
     ax.set_title(title, fontsize=9)
     ax.legend(fontsize=7)
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return save(fig, path)
 
 
-def kernel_cases(path, version):
+def kernel_cases(path):
     """{op: [(case label, impl, speedup, baseline name)]} for impl in ugraph (selector), ugraph_best."""
     rows = read_csv(path)
     by_case = defaultdict(dict)
@@ -150,54 +169,63 @@ def kernel_cases(path, version):
             continue
         for impl in ("ugraph", "ugraph_best"):
             if impl in impls:
-                out[op].append((f"{graph} F={f}", impl, impls[base] / impls[impl], base, version))
+                out[op].append((f"{graph} F={f}", impl, impls[base] / impls[impl], base))
     return out
 
 
-def kernels_chart(path):
-    found = []
-    for name, version, _ in KERNEL_FILES:
-        p = ROOT / "benchmarks" / "results" / name
-        if p.exists():
-            found.append(kernel_cases(p, version))
-    if not found:
+def kernels_header(md_path):
+    """(device, CUDA core) from kernels.md's first line, as summarize_kernels.py writes it."""
+    try:
+        first = pathlib.Path(md_path).read_text().split("\n", 1)[0]
+    except OSError:
+        return None, None
+    m = re.match(r"# Kernel benchmark summary \((?P<device>[^,]+), CUDA core (?P<core>[^,]+),", first)
+    return (m["device"], m["core"]) if m else (None, None)
+
+
+def kernels_chart(path, csv_path=RESULTS / "kernels.csv", md_path=RESULTS / "kernels.md"):
+    csv_path = pathlib.Path(csv_path)
+    if not csv_path.exists():
         return None
-    ops = sorted({op for f in found for op in f}, key=lambda o: (o not in ("copy_u-sum", "u_mul_e-sum"), o))
+    rows = read_csv(csv_path)
+    device, core = kernels_header(md_path)
+    device = (rows[0]["device"] if rows else None) or device or "GPU"
+    cases_by_op = kernel_cases(csv_path)
+    if not cases_by_op:
+        return None
+    ops = sorted(cases_by_op, key=lambda o: (o not in ("copy_u-sum", "u_mul_e-sum"), o))
     fig, axes = plt.subplots(len(ops), 1, figsize=(19, 2.6 * len(ops)), squeeze=False)
-    colors = {(version, impl): color for _, version, pair in KERNEL_FILES
-              for impl, color in zip(("ugraph", "ugraph_best"), pair)}
     for ax, op in zip(axes[:, 0], ops):
-        cases = [c for f in found for c in f.get(op, [])]
-        labels = list(dict.fromkeys((c[4], c[0]) for c in cases))
+        cases = cases_by_op[op]
+        labels = list(dict.fromkeys(c[0] for c in cases))
         pos = {lab: i for i, lab in enumerate(labels)}
         bases = {c[3] for c in cases}
-        for (version, impl), color in colors.items():
-            pts = [c for c in cases if c[4] == version and c[1] == impl]
+        for impl, color in KERNEL_COLORS.items():
+            pts = [c for c in cases if c[1] == impl]
             if not pts:
                 continue
-            off = -0.2 if impl == "ugraph" else 0.2
+            both = len({c[1] for c in cases}) > 1
+            off = (-0.2 if impl == "ugraph" else 0.2) if both else 0.0
             gm = geomean([c[2] for c in pts])
-            ax.bar([pos[(c[4], c[0])] + off for c in pts], [c[2] for c in pts], 0.4, color=color,
-                   label=f"{version} {'selector' if impl == 'ugraph' else 'best config'} (geomean {gm:.2f}x)")
+            ax.bar([pos[c[0]] + off for c in pts], [c[2] for c in pts], 0.4 if both else 0.6, color=color,
+                   label=f"{'selector' if impl == 'ugraph' else 'best config'} (geomean {gm:.2f}x)")
         ax.axhline(1.0, color="k", lw=0.8)
         ax.set_yscale("log")
-        ax.set_xticks(range(len(labels)), [f"{lab[1]}" for lab in labels], rotation=70, ha="right", fontsize=6)
+        ax.set_xticks(range(len(labels)), labels, rotation=70, ha="right", fontsize=6)
         base = "cuSPARSE (torch.sparse.mm, CSR)" if bases == {"cusparse"} else \
             "torch gather/scatter (cuSPARSE has no such op)"
-        versions = " and ".join(f"{v} ({n})" for n, v, _ in KERNEL_FILES)
-        ax.set_title(f"{op}: speedup vs {base}; H100, fp32; kernels {versions}", fontsize=9)
+        kernels = f"CUDA core {core}" if core else "kernels.csv"
+        ax.set_title(f"{op}: speedup vs {base}; {device}, fp32; {kernels}", fontsize=9)
         ax.set_ylabel("speedup")
         ax.legend(fontsize=6.5, loc="upper left", bbox_to_anchor=(1.005, 1.0))
     fig.tight_layout()
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
-    return path
+    return save(fig, path, dpi=80)
 
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "plots"))
-    ap.add_argument("--models-csv", default=str(ROOT / "benchmarks" / "results" / "models.csv"), help="the models benchmark's rows")
+    ap.add_argument("--out", default=str(RESULTS / "plots"))
+    ap.add_argument("--models-csv", default=str(RESULTS / "models.csv"), help="the models benchmark's rows")
     args = ap.parse_args(argv)
     out = pathlib.Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -228,7 +256,7 @@ def main(argv=None):
                                         and any(r["impl"] == p[1] for r in rows)],
                                  f"{device}: speedup per model (geomean over graphs; whiskers: min-max)",
                                  out / "models_speedup_gpu.png"))
-    replay = ROOT / "benchmarks" / "results" / "models_gpu_replay.csv"
+    replay = RESULTS / "models_gpu_replay.csv"
     if replay.exists():
         rows = read_csv(replay)
         made.append(heatmap(rows, "ugraph", "pyg", "GPU inference: our kernels (trace replay) vs PyG 2.8's models",

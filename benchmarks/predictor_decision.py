@@ -83,6 +83,8 @@ def main(argv=None) -> int:
     compiled = model.forest._compiled is not None
     lines = [f"# Uncached decision time on {platform.processor() or platform.machine()} ({os.cpu_count()} cores, "
              f"load average {os.getloadavg()[0]:.1f}), Python {platform.python_version()}", "",
+             "Regenerate: `" + " ".join(["python", "benchmarks/predictor_decision.py",
+                                         *(argv if argv is not None else sys.argv[1:])]) + "`.", "",
              f"Model: {what}, {model.forest.num_trees} trees, {len(model.forest.feature)} splits; compiled evaluator: "
              f"{'yes' if compiled else 'NO (numpy fallback)'}. Median and 90th percentile of {args.reps} decisions, us.", "",
              "| graph | call | configurations | decision | features | forest |", "|---|---|---:|---:|---:|---:|"]

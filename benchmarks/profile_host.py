@@ -48,7 +48,7 @@ def package_of(filename: str, name: str) -> str:
 def profile(run, calls: int, warmup: int, sync, top: int = 0) -> dict:
     """Microseconds per call by package, and the wall time per profiled call; with `top`, the
     functions of most own time are printed, with their microseconds and calls per call. `run`
-    runs in the implementation's state (bench_models.state), entered outside the profile."""
+    runs in the implementation's state (harness/timing.py's state), entered outside the profile."""
     for _ in range(warmup):
         run()
     sync()

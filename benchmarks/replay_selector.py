@@ -7,7 +7,7 @@ choice falls on the search grid. An estimate, not a measurement: the model's fir
 off the grid (column `on_grid` says so), and the search times are single screening runs where a
 configuration was cut. The graphs are rebuilt as `bench_kernels.py` builds them.
 
-    PYTHONPATH=. .venv/bin/python benchmarks/replay_selector.py benchmarks/results/kernels_search_eabf9e8a_coreloop.csv.gz \
+    PYTHONPATH=. .venv/bin/python benchmarks/replay_selector.py benchmarks/results/kernels_search.csv.gz \
         [--model dgl_ugraph/predictor_models/sm90.json] [--out replay.csv]
 """
 from __future__ import annotations
@@ -35,7 +35,7 @@ from dgl_ugraph.core.graph import UGraph  # noqa: E402
 from dgl_ugraph.selection import predictor  # noqa: E402
 from dgl_ugraph.tuning.shards import write_rows  # noqa: E402
 
-# The bench's machine (benchmarks/results/kernels_*.md headers): the features read its SM count and L2 size.
+# The bench's machine (benchmarks/results/kernels.md's header): the features read its SM count and L2 size.
 H100 = predictor.DeviceInfo("NVIDIA H100 80GB HBM3", 132, 50 * 2 ** 20, 9, 0)
 
 

@@ -1,9 +1,16 @@
-"""Summarizes benchmarks/results/kernels.csv into the ratios the acceptance criteria name (markdown)."""
+"""Summarizes benchmarks/results/kernels.csv into the ratios the acceptance criteria name (markdown).
+
+    python benchmarks/summarize_kernels.py benchmarks/results/kernels.csv --out benchmarks/results/kernels.md
+
+The header names the device (the CSV's) and the CUDA core measured (--core, else the loaded
+extension's source hash): plots.py reads both from it. A CSV may be gzip'd (.csv.gz).
+"""
 from __future__ import annotations
 
 import argparse
 import collections
 import csv
+import gzip
 import math
 import pathlib
 
@@ -21,7 +28,7 @@ def load(paths):
     cases = collections.defaultdict(dict)
     meta = {}
     for path in paths:
-        with open(path) as fh:
+        with (gzip.open(path, "rt", newline="") if str(path).endswith(".gz") else open(path, newline="")) as fh:
             for r in csv.DictReader(fh):
                 key = (r["graph"], r["op"], int(r["F"]), r["dtype"])
                 cases[key][r["impl"]] = float(r["ms"])
@@ -109,15 +116,31 @@ def line(label, rows, bar=None, worst_bar=None, higher=True, unit="x"):
             f"{'; '.join(verdict)} |")
 
 
+def core_hash() -> str:
+    """The CUDA core's source hash from the loaded extension's build info, else "unknown"."""
+    try:
+        import dgl_ugraph.core._ext as ext
+        return ext._C.build_info().get("cuda_source_hash") or "unknown"
+    except Exception:  # no built extension here: the caller names the core with --core
+        return "unknown"
+
+
 def main():
-    ap = argparse.ArgumentParser(description=__doc__)
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("csv", nargs="+", help="kernels CSVs of one run (e.g. fp32, half and reversed graphs)")
     ap.add_argument("--out")
+    ap.add_argument("--core", default=None, help="the CUDA core the rows measured (default: the loaded extension's)")
     args = ap.parse_args()
     cases, meta = load(args.csv)
     device = next(iter(meta.values()))["device"] if meta else "?"
     copy = float(next(iter(meta.values()))["copy_GBps"]) if meta else float("nan")
-    lines = [f"# Kernel benchmark summary ({device}, copy bandwidth {copy:.0f} GB/s, read+write)", "",
+    core = args.core or core_hash()
+    # Named as the results files (a run on the device machine writes them elsewhere, then they are copied).
+    sources = " ".join(f"benchmarks/results/{pathlib.Path(p).name}" for p in args.csv)
+    lines = [f"# Kernel benchmark summary ({device}, CUDA core {core}, copy bandwidth {copy:.0f} GB/s, read+write)", "",
+             f"Regenerate: `python benchmarks/summarize_kernels.py {sources} --core {core}"
+             + (f" --out benchmarks/results/{pathlib.Path(args.out).name}`" if args.out else "`")
+             + " (the rows: `bash scripts/gpu_check.sh build suite`).", "",
              f"Sources: {', '.join('`' + pathlib.Path(p).name + '`' for p in args.csv)}; {len(cases)} "
              "(graph, op, F, dtype) cases. Speedups are baseline time / our time; ratios to our own cases "
              "are our time / theirs. Geomeans over cases; *-rev graphs are the backward aggregations.", "",

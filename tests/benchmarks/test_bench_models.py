@@ -184,7 +184,7 @@ def test_gpu_mode_path_runs_on_cpu(tmp_path):
     traces = tmp_path / "traces"
     args = ["--record-traces", "--no-datasets", "--standins", "cora", "--models", "GCN,GAT", "--traces", str(traces)]
     bm.main(args)
-    data = json.load(open(traces / "GAT.json"))
+    data = bm.load_traces(traces / "GAT.json.gz")
     assert data["traces"]["sim-cora"]["replay_check"]["ok"]
     out = tmp_path / "gpu.csv"
     bm.main(["--gpu", "--gpu-device", "cpu", "--models", "GCN,GAT", "--traces", str(traces), "--out", str(out),

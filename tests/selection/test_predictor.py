@@ -776,7 +776,7 @@ def test_collect_train_export_evaluate(tmp_path):
     assert _script("eval_predictor").main(["--data", str(tmp_path / "data"), "--model", str(tmp_path / "models" / "sm90.json"),
                                            "--out-dir", str(tmp_path / "bench")]) == 0
     import csv as _csv
-    with open(tmp_path / "bench" / "predictor.csv") as fh:
+    with gzip.open(tmp_path / "bench" / "predictor.csv.gz", "rt", newline="") as fh:
         rows = list(_csv.DictReader(fh))
     assert list(rows[0])[:8] == ["graph", "op", "F", "dtype", "predicted_ms", "oracle_ms", "heuristic_ms", "fixed_best_ms"]
     assert {r["graph"] for r in rows} == {"g1", "g4"}
@@ -792,7 +792,7 @@ def test_collect_train_export_evaluate(tmp_path):
     assert manifest["training_data"]["graphs"] == 6 and manifest["training_data"]["validation_cases"] == 0
     assert _script("eval_predictor").main(["--data", str(tmp_path / "data"), "--model", str(tmp_path / "all" / "sm90.json"),
                                            "--out-dir", str(tmp_path / "cv"), "--cv", "3"]) == 0
-    with open(tmp_path / "cv" / "predictor.csv") as fh:
+    with gzip.open(tmp_path / "cv" / "predictor.csv.gz", "rt", newline="") as fh:
         rows = list(_csv.DictReader(fh))
     assert {r["graph"] for r in rows} == {s.name for s in specs}
     assert all(float(r["predicted_ms"]) >= float(r["oracle_ms"]) for r in rows)
