@@ -143,7 +143,7 @@ UgParams make_params(const py::kwargs& fields) {
 // on a small graph the whole call is a few microseconds of host time, and pybind11's argument
 // casters for ten arguments cost about 0.3 of them (0.45 against 0.17 us on the development
 // machine), a params object from with_data and a second call to run it more (run_cpu_with with
-// its kernel on a 5-node graph 1.03 us, with_data then run_cpu 1.73: bench/raw/s38).
+// its kernel on a 5-node graph 1.03 us, with_data then run_cpu 1.73 on the 2-core CPU machine).
 // with_data_args: params and this call's data (a, a_row_stride, b, b_row_stride, c, arg_a, arg_b,
 // workspace) as the params' copy with these addresses in *q; false with a Python error set.
 bool with_data_args(PyObject* params, PyObject* const* data, UgParams* q) {
