@@ -217,3 +217,79 @@ def test_distdgl_standalone_training_matches_plugin_off(tmp_path):
     assert run["batches"] == -(-len(range(0, g.num_nodes(), 3)) // 20)
     assert run["calls"] > 0 and run["fallback"] == 0 and run["module_dgl"] == 0, run
     _assert_same(run["ours"], run["theirs"])
+
+
+def _distdgl_server(server_id, ip_config, part_config):
+    """One of the two servers of a one-machine DistDGL cluster (server 1 backs server 0 up)."""
+    os.environ["DGL_DIST_MODE"] = "distributed"
+    dgl.distributed.DistGraphServer(server_id, ip_config, 2, 2, part_config, graph_format=["csc", "coo"]).start()
+
+
+def _distdgl_trainer(rank, ip_config, part_config, port, plugin, out):
+    """One of two trainers: DistGraph over the servers, DistNodeDataLoader over its split of the
+    training nodes with full neighborhoods (blocks that repeat exactly between the plugin-on and
+    -off runs), DistributedDataParallel over gloo, float64."""
+    import torch.distributed as dist
+
+    os.environ.update(DGL_ROLE="client", DGL_DIST_MODE="distributed", DGL_NUM_SERVER="2", DGL_NUM_SAMPLER="0")
+    torch.set_num_threads(1)
+    (dgl_ugraph.enable if plugin else dgl_ugraph.disable)()
+    dgl.distributed.initialize(ip_config)
+    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=2)
+    try:
+        dg = dgl.distributed.DistGraph("toy", part_config=part_config)
+        mask = torch.zeros(dg.num_nodes(), dtype=torch.bool)
+        mask[::3] = True
+        seeds = dgl.distributed.node_split(mask, dg.get_partition_book())
+        torch.manual_seed(0)
+        model = torch.nn.parallel.DistributedDataParallel(Sage().double())
+        opt = torch.optim.SGD(model.parameters(), lr=0.5)
+        loader = dgl.dataloading.DistNodeDataLoader(dg, seeds, dgl.dataloading.MultiLayerFullNeighborSampler(2),
+                                                    batch_size=10, shuffle=False)
+        dgl_ugraph.reset_stats()
+        for input_nodes, dst, blocks in loader:
+            opt.zero_grad()
+            F.cross_entropy(model(blocks, dg.ndata["feat"][input_nodes]), dg.ndata["label"][dst]).backward()
+            opt.step()
+        stats = dgl_ugraph.stats()
+        if rank == 0:
+            torch.save({"params": {n: p.detach() for n, p in model.module.named_parameters()},
+                        "calls": stats["calls"], "fallback": stats["fallback"],
+                        "module_dgl": sum(m["dgl"] for m in stats["modules"].values())}, out)
+    finally:
+        dist.destroy_process_group()
+        dgl.distributed.exit_client()
+
+
+def test_distdgl_cluster_on_loopback_matches_plugin_off(tmp_path):
+    """Two servers and two trainers on one machine, as DGL's launch script starts them."""
+    pytest.importorskip("dgl.distributed")
+    g, feat, labels = _graph(seed=2)
+    g.ndata["feat"], g.ndata["label"] = feat, labels
+    dgl.distributed.partition_graph(g, "toy", 1, str(tmp_path))
+    part_config = str(tmp_path / "toy.json")
+    ctx = torch.multiprocessing.get_context("spawn")
+    runs = {}
+    for plugin in (True, False):
+        ip_config, out = str(tmp_path / "ip_config.txt"), str(tmp_path / f"cluster_{plugin}.pt")
+        with open(ip_config, "w") as f:
+            f.write(f"127.0.0.1 {_free_port()}\n")
+        servers = [ctx.Process(target=_distdgl_server, args=(i, ip_config, part_config)) for i in range(2)]
+        port = _free_port()
+        trainers = [ctx.Process(target=_distdgl_trainer, args=(r, ip_config, part_config, port, plugin, out))
+                    for r in range(2)]
+        try:
+            for p in servers + trainers:
+                p.start()
+            for p in trainers + servers:
+                p.join(240)
+            assert [p.exitcode for p in servers + trainers] == [0] * 4
+        finally:
+            for p in servers + trainers:
+                if p.is_alive():
+                    p.kill()
+        runs[plugin] = torch.load(out)
+    on, off = runs[True], runs[False]
+    assert on["calls"] > 0 and on["fallback"] == 0 and on["module_dgl"] == 0, on
+    assert off["calls"] == 0, off
+    _assert_same(on["params"], off["params"])
