@@ -48,14 +48,30 @@ def _graph(seed=0, n=300, e=2400):
     return g, feat, labels
 
 
+def _step(model, opt, blocks, x, y):
+    opt.zero_grad()
+    F.cross_entropy(model(blocks, x), y).backward()
+    opt.step()
+
+
+def _params(model):
+    model = getattr(model, "module", model)  # DistributedDataParallel's wrapped model
+    return {name: p.detach().clone() for name, p in model.named_parameters()}
+
+
 def _train(model, batches):
     """SGD over the batches, one step each; the parameters after."""
     opt = torch.optim.SGD(model.parameters(), lr=0.5)
     for blocks, x, y in batches:
-        opt.zero_grad()
-        F.cross_entropy(model(blocks, x), y).backward()
-        opt.step()
-    return {name: p.detach().clone() for name, p in model.named_parameters()}
+        _step(model, opt, blocks, x, y)
+    return _params(model)
+
+
+def _record(model):
+    """The parameters after a plugin-on or -off run, and where its calls ran."""
+    stats = dgl_ugraph.stats()
+    return {"params": _params(model), "calls": stats["calls"], "fallback": stats["fallback"],
+            "module_dgl": sum(m["dgl"] for m in stats["modules"].values())}
 
 
 def _assert_same(ours, theirs):
@@ -64,10 +80,14 @@ def _assert_same(ours, theirs):
         torch.testing.assert_close(ours[name], theirs[name], rtol=STEPS_TOL, atol=STEPS_TOL, msg=name)
 
 
-def _assert_all_on_plugin(stats):
-    assert stats["calls"] > 0
-    assert stats["fallback"] == 0, stats["patterns"]
-    assert all(m["dgl"] == 0 for m in stats["modules"].values()), stats["modules"]
+def _assert_all_on_plugin(record):
+    assert record["calls"] > 0 and record["fallback"] == 0 and record["module_dgl"] == 0, record
+
+
+def _assert_on_equals_off(on, off):
+    _assert_all_on_plugin(on)
+    assert off["calls"] == 0, off
+    _assert_same(on["params"], off["params"])
 
 
 def test_graphbolt_minibatches_train_on_the_plugin_as_on_dgl():
@@ -92,18 +112,16 @@ def test_graphbolt_minibatches_train_on_the_plugin_as_on_dgl():
     for mb in gb.DataLoader(pipe, num_workers=0):
         blocks, x, y = mb.blocks, mb.node_features["feat"], mb.labels
         assert all(isinstance(b, dgl.DGLGraph) and b.is_block for b in blocks)
-        opt.zero_grad()
-        F.cross_entropy(model(blocks, x), y).backward()
-        opt.step()
+        _step(model, opt, blocks, x, y)
         batches.append((blocks, x, y))
-    ours = {name: p.detach().clone() for name, p in model.named_parameters()}
-    _assert_all_on_plugin(dgl_ugraph.stats())
+    ours = _record(model)
+    _assert_all_on_plugin(ours)
     assert len(batches) == -(-len(seeds) // 20)
 
     model.load_state_dict(state)
     with dgl_ugraph.disabled():
         theirs = _train(model, batches)
-    _assert_same(ours, theirs)
+    _assert_same(ours["params"], theirs)
 
 
 def _free_port():
@@ -137,14 +155,9 @@ def _ddp_worker(rank, world, port, plugin, out):
         dgl_ugraph.reset_stats()
         for _ in range(2):  # two epochs, each reshuffled
             for _, dst, blocks in loader:
-                opt.zero_grad()
-                F.cross_entropy(model(blocks, feat[blocks[0].srcdata[dgl.NID]]), labels[dst]).backward()
-                opt.step()
-        stats = dgl_ugraph.stats()
+                _step(model, opt, blocks, feat[blocks[0].srcdata[dgl.NID]], labels[dst])
         if rank == 0:
-            torch.save({"params": {n: p.detach() for n, p in model.module.named_parameters()},
-                        "calls": stats["calls"], "fallback": stats["fallback"],
-                        "module_dgl": sum(m["dgl"] for m in stats["modules"].values())}, out)
+            torch.save(_record(model), out)
     finally:
         dist.destroy_process_group()
 
@@ -156,10 +169,8 @@ def test_ddp_training_with_dgl_s_dataloader_matches_plugin_off(tmp_path):
         out = str(tmp_path / f"ddp_{plugin}.pt")
         mp.spawn(_ddp_worker, args=(2, _free_port(), plugin, out), nprocs=2, join=True)
         runs[plugin] = torch.load(out)
-    on, off = runs[True], runs[False]
-    assert on["calls"] > 0 and on["fallback"] == 0 and on["module_dgl"] == 0, on
-    assert off["calls"] == 0, off
-    _assert_same(on["params"], off["params"])
+    on = runs[True]
+    _assert_on_equals_off(on, runs[False])
     # The steps moved the parameters: equality is not the initial state's.
     torch.manual_seed(0)
     init = dict(Sage().double().named_parameters())
@@ -185,38 +196,38 @@ def _distdgl_standalone(part_dir, out):
         batches = []
         for input_nodes, dst, blocks in loader:
             x, y = dg.ndata["feat"][input_nodes], dg.ndata["label"][dst]
-            opt.zero_grad()
-            F.cross_entropy(model(blocks, x), y).backward()
-            opt.step()
+            _step(model, opt, blocks, x, y)
             batches.append((blocks, x, y))
-        stats = dgl_ugraph.stats()
-        ours = {name: p.detach().clone() for name, p in model.named_parameters()}
+        ours = _record(model)
         model.load_state_dict(state)
         with dgl_ugraph.disabled():
             theirs = _train(model, batches)
-        torch.save({"ours": ours, "theirs": theirs, "batches": len(batches), "calls": stats["calls"],
-                    "fallback": stats["fallback"], "module_dgl": sum(m["dgl"] for m in stats["modules"].values())},
-                   out)
+        torch.save({"ours": ours, "theirs": theirs, "batches": len(batches)}, out)
     finally:
         dgl.distributed.exit_client()
 
 
-def test_distdgl_standalone_training_matches_plugin_off(tmp_path):
+def _partitioned(folder):
+    """The test graph as DistDGL's one partition in `folder`; its node count. DistDGL's processes
+    are spawned: initialize() sets process-wide state once."""
     pytest.importorskip("dgl.distributed")
     g, feat, labels = _graph(seed=2)
     g.ndata["feat"], g.ndata["label"] = feat, labels
-    dgl.distributed.partition_graph(g, "toy", 1, str(tmp_path))
+    dgl.distributed.partition_graph(g, "toy", 1, str(folder))
+    return g.num_nodes()
+
+
+def test_distdgl_standalone_training_matches_plugin_off(tmp_path):
+    nodes = _partitioned(tmp_path)
     out = str(tmp_path / "standalone.pt")
-    # A process of its own: DistDGL's initialize() sets process-wide state once.
-    ctx = torch.multiprocessing.get_context("spawn")
-    proc = ctx.Process(target=_distdgl_standalone, args=(str(tmp_path), out))
+    proc = torch.multiprocessing.get_context("spawn").Process(target=_distdgl_standalone, args=(str(tmp_path), out))
     proc.start()
     proc.join(300)
     assert proc.exitcode == 0
     run = torch.load(out)
-    assert run["batches"] == -(-len(range(0, g.num_nodes(), 3)) // 20)
-    assert run["calls"] > 0 and run["fallback"] == 0 and run["module_dgl"] == 0, run
-    _assert_same(run["ours"], run["theirs"])
+    assert run["batches"] == -(-len(range(0, nodes, 3)) // 20)
+    _assert_all_on_plugin(run["ours"])
+    _assert_same(run["ours"]["params"], run["theirs"])
 
 
 def _distdgl_server(server_id, ip_config, part_config):
@@ -248,14 +259,9 @@ def _distdgl_trainer(rank, ip_config, part_config, port, plugin, out):
                                                     batch_size=10, shuffle=False)
         dgl_ugraph.reset_stats()
         for input_nodes, dst, blocks in loader:
-            opt.zero_grad()
-            F.cross_entropy(model(blocks, dg.ndata["feat"][input_nodes]), dg.ndata["label"][dst]).backward()
-            opt.step()
-        stats = dgl_ugraph.stats()
+            _step(model, opt, blocks, dg.ndata["feat"][input_nodes], dg.ndata["label"][dst])
         if rank == 0:
-            torch.save({"params": {n: p.detach() for n, p in model.module.named_parameters()},
-                        "calls": stats["calls"], "fallback": stats["fallback"],
-                        "module_dgl": sum(m["dgl"] for m in stats["modules"].values())}, out)
+            torch.save(_record(model), out)
     finally:
         dist.destroy_process_group()
         dgl.distributed.exit_client()
@@ -263,10 +269,7 @@ def _distdgl_trainer(rank, ip_config, part_config, port, plugin, out):
 
 def test_distdgl_cluster_on_loopback_matches_plugin_off(tmp_path):
     """Two servers and two trainers on one machine, as DGL's launch script starts them."""
-    pytest.importorskip("dgl.distributed")
-    g, feat, labels = _graph(seed=2)
-    g.ndata["feat"], g.ndata["label"] = feat, labels
-    dgl.distributed.partition_graph(g, "toy", 1, str(tmp_path))
+    _partitioned(tmp_path)
     part_config = str(tmp_path / "toy.json")
     ctx = torch.multiprocessing.get_context("spawn")
     runs = {}
@@ -289,7 +292,4 @@ def test_distdgl_cluster_on_loopback_matches_plugin_off(tmp_path):
                 if p.is_alive():
                     p.kill()
         runs[plugin] = torch.load(out)
-    on, off = runs[True], runs[False]
-    assert on["calls"] > 0 and on["fallback"] == 0 and on["module_dgl"] == 0, on
-    assert off["calls"] == 0, off
-    _assert_same(on["params"], off["params"])
+    _assert_on_equals_off(runs[True], runs[False])
