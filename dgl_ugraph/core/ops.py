@@ -39,18 +39,11 @@ ZEROED_WORKSPACE_STREAMS = 4
 # The CUDA softmax split in two launches (csrc/cuda/softmax.h's UgSoftmaxSplit): each row's
 # statistics, then every edge's result in edge-id order. One launch reads and writes its tensors
 # at the edge rows of each destination, scattered where edge ids are not in CSC order; past L2,
-# each score then costs a 32-byte sector. The split pays a second launch and its statistics (a
-# sum a row and element; the forward's maxima too). Measured against one launch, the kernels
-# alone (H100, core 719e977d, the 11 stand-ins of 0.9-5.8M edges x 1, 2, 4 and 8 heads of
-# float32; docs/performance.md):
-# - the backward (it reads x and y and writes out, all scattered) gains 1.03-3.18x on every one;
-# - the forward (it reads x and writes out, and pays twice the statistics: a max and a sum) with
-#   1 head gains or loses up to a quarter (0.75-1.25x, geomean 1.00); with 2, 4 and 8 heads it
-#   gains 1.05-1.87x wherever its statistics fit in L2 (the finish gathers them by destination)
-#   but on DD at 8 heads (0.97x), and loses where they do not (the 1.9M-row graphs of 3 in-edges
-#   a row: 0.96x at 4 heads, 0.62x at 8, 60 and 121 MB of statistics; at 2 heads, 30 MB, they
-#   gain 1.46x). Where rows pass 1,024 in-edges, one launch walks them in each pass, and the
-#   split wins at every width (artist, soc-BlogCatalog: 1.11-1.87x).
+# each score then costs a 32-byte sector. Against one launch (H100, core 719e977d, 0.9-5.8M edges
+# x 1-8 float32 heads; figures in docs/performance.md, "Edge softmax"): the backward gains
+# 1.03-3.18x on every graph; the forward gains with 2 or more heads while its statistics fit in
+# L2 and loses past it (0.62x at 8 heads on 1.9M rows), is even with 1 head (0.75-1.25x), and
+# wins at every width where rows pass 1,024 in-edges, which one launch walks in each pass.
 # So: the backward splits past SOFTMAX_SPLIT_ELEMENTS scores; the forward past it too where a row
 # passes SOFTMAX_SPLIT_FORWARD_DEGREE in-edges, or where its rows are of at least
 # SOFTMAX_SPLIT_FORWARD_ROW_BYTES and its statistics fit in SOFTMAX_SPLIT_FORWARD_STATS_BYTES
