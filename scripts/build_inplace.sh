@@ -9,7 +9,7 @@ BUILD=${UGRAPH_BUILD_DIR:-build/inplace-$($PY -c 'import sys;print(f"py{sys.vers
 cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release \
   -DPython_EXECUTABLE="$($PY -c 'import sys;print(sys.executable)')" \
   -Dpybind11_DIR="$($PY -m pybind11 --cmakedir)" \
-  -DUGRAPH_CUDA="${UGRAPH_CUDA:-AUTO}" -DUGRAPH_CUDA_ARCHS="${UGRAPH_CUDA_ARCHS:-90}" \
+  -DUGRAPH_CUDA="${UGRAPH_CUDA:-AUTO}" -DUGRAPH_CUDA_ARCHS="${UGRAPH_CUDA_ARCHS:-}" \
   -DUGRAPH_STRATEGIES="${UGRAPH_STRATEGIES:-all}" -DUGRAPH_DTYPES="${UGRAPH_DTYPES:-all}" \
   -DUGRAPH_CUDA_PREBUILT="${UGRAPH_CUDA_PREBUILT:-}" -DUGRAPH_CPU_PREBUILT="${UGRAPH_CPU_PREBUILT:-}" >/dev/null
 cmake --build "$BUILD" -j"$(nproc)"

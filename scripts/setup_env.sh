@@ -12,6 +12,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
 PROFILE=${1:-dgl21}
+START=$(date +%s)
 case "$PROFILE" in
   dgl21)
     VENV=.venv TORCH=2.2.1 DGL=2.1.0
@@ -77,6 +78,7 @@ if [ "$PROFILE" = dgl11 ]; then
   # environment builds in place: the core links neither torch nor DGL, so one build serves every
   # venv of the same Python. The build is brought up to date here (ninja only redoes what
   # changed), and the core must then load under this environment's interpreter.
+  BUILD_START=$(date +%s)
   UGRAPH_CPU_PREBUILT=${UGRAPH_CPU_PREBUILT:-$(built_cpu_core)} PATH="$PWD/.venv/bin:$PATH" PYTHON=.venv/bin/python \
     bash scripts/build_inplace.sh
   "$VPY" -c "from dgl_ugraph.core import _ext; _ext.core()"
@@ -88,9 +90,13 @@ else
   "$VPY" -c "import importlinter, tqdm" 2>/dev/null || "${PIP[@]}" "import-linter==2.17" "tqdm==4.70.1"
   # The package build needs no isolation: every build tool is already in the venv. The install
   # carries the start-up hook (DGL_UGRAPH=1) and serves programs run from anywhere.
+  BUILD_START=$(date +%s)
   "${PIP[@]}" --no-build-isolation .
   # Programs run from the checkout (the tests, the models, python -m dgl_ugraph here) import the
   # package from the checkout, which then needs its own compiled core beside the sources.
   UGRAPH_CPU_PREBUILT=${UGRAPH_CPU_PREBUILT:-$(built_cpu_core)} PATH="$PWD/$VENV/bin:$PATH" PYTHON="$VPY" \
     bash scripts/build_inplace.sh
 fi
+# The set-up time, and how much of it the build took (the package's install and the in-place
+# build; the second environment's is a link of the first's core).
+echo "setup_env.sh $PROFILE: ready in $(( $(date +%s) - START )) s, of which building $(( $(date +%s) - BUILD_START )) s"
