@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import math
 import os
 import runpy
 import sys
@@ -221,6 +222,8 @@ def demo(argv):
         parser.error("--steps must be at least 10: fewer gives no usable spread")
     if args.warmup < 1:
         parser.error("--warmup must be at least 1: the first step builds the caches")
+    # Other work on the machine before the demo's own: what the timings cannot separate from the plugin.
+    load_before = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
     # Every step reuses one graph, as training does: it tiers up on its first call (and stays so),
     # so that the warm-up builds dgl_ugraph's caches and the first step's results, compared with
     # DGL's, are dgl_ugraph's (a CUDA graph's first calls would otherwise run on DGL's kernels).
@@ -239,17 +242,12 @@ def demo(argv):
     g = skewed_graph(args.nodes, args.edges).to(device)
     deg = g.in_degrees().double()
     threads = "" if cuda else f", {torch.get_num_threads()} threads"
-    print(f"graph: {g.num_nodes()} nodes, {g.num_edges()} edges (with self-loops); in-degree mean "
-          f"{deg.mean():.1f}, std {deg.std():.1f}, max {int(deg.max())}; features {args.feat}; "
-          f"{device} ({why}{threads})")
     x = torch.randn(g.num_nodes(), args.feat, generator=torch.Generator().manual_seed(1)).to(device)
     reset_stats()
-    print(f"{args.steps} forward+backward steps per side, plugin on and off interleaved step by step, after "
-          f"{args.warmup} untimed per side; times: median [first-third quartile] in ms")
-    print(f"{'model':14s} {'output':>8s} {'grads':>8s} {'dgl_ugraph':>20s} {'DGL':>20s} {'speedup':>8s} "
-          f"{'paired [q1-q3]':>15s}  verdict")
-    verdicts = {}
-    for name, make in _demo_models(args.feat, 8).items():
+    rows, verdicts, spreads = [], {}, []
+    models = _demo_models(args.feat, 8)
+    for i, (name, make) in enumerate(models.items()):
+        print(f"measuring {name} ({i + 1} of {len(models)})", file=sys.stderr, flush=True)
         torch.manual_seed(0)
         model = make().to(device)
         (out_on, grads_on), (out_off, grads_off), t_on, t_off = _interleaved(model, g, x, args.steps, args.warmup, sync)
@@ -257,21 +255,36 @@ def demo(argv):
         d_grad = max(_relative(a, b) for a, b in zip(grads_on, grads_off))
         speedup, (r1, r3), kind = verdict(t_on, t_off)
         verdicts[name] = (speedup, kind)
+        spreads.append((r3 - r1) / 2)
 
         def cell(ts):
             q1, med, q3 = (t * 1e3 for t in _quartiles(ts))
             return f"{med:7.1f} [{q1:5.1f}-{q3:5.1f}]"
 
-        print(f"{name:14s} {d_out:8.1e} {d_grad:8.1e} {cell(t_on):>20s} {cell(t_off):>20s} {speedup:7.2f}x "
-              f"{f'[{r1:.2f}-{r3:.2f}]':>15s}  {kind}")
+        rows.append(f"{name:14s} {d_out:8.1e} {d_grad:8.1e} {cell(t_on):>20s} {cell(t_off):>20s} {speedup:7.2f}x "
+                    f"{f'[{r1:.2f}-{r3:.2f}]':>15s}  {kind}")
+    # What the plugin did comes first; then what the machine did, then the details.
+    print(summary(verdicts))
+    note = load_note(load_before, os.cpu_count() or 1, _quartiles(spreads)[1])
+    if note:
+        print(note)
+    print()
+    print(f"graph: {g.num_nodes()} nodes, {g.num_edges()} edges (with self-loops); in-degree mean "
+          f"{deg.mean():.1f}, std {deg.std():.1f}, max {int(deg.max())}; features {args.feat}; "
+          f"{device} ({why}{threads})")
+    print(f"{args.steps} forward+backward steps per side, plugin on and off interleaved step by step, after "
+          f"{args.warmup} untimed per side; times: median [first-third quartile] in ms")
+    print(f"{'model':14s} {'output':>8s} {'grads':>8s} {'dgl_ugraph':>20s} {'DGL':>20s} {'speedup':>8s} "
+          f"{'paired [q1-q3]':>15s}  verdict")
+    print("\n".join(rows))
     print("(output, grads: max |on - off| / max |off|; speedup: DGL's median / dgl_ugraph's; paired: "
           "the quartiles of DGL / dgl_ugraph over adjacent step pairs; within noise when they straddle 1)")
-    print(summary(verdicts))
     print(report(stats()))
 
 
 def summary(verdicts) -> str:
-    """One line: which models are faster, within noise or slower."""
+    """One line, the demo's first: which models are faster, within noise or slower, and the
+    geomean speedup."""
     groups = {kind: [f"{name} {s:.2f}x" for name, (s, k) in verdicts.items() if k == kind]
               for kind in ("faster", "within noise", "slower")}
     parts = [f"{kind}: {', '.join(names) if names else 'none'}" for kind, names in groups.items()]
@@ -281,7 +294,27 @@ def summary(verdicts) -> str:
         head = "no model is slower with dgl_ugraph outside the noise"
     else:
         head = "some models are slower with dgl_ugraph outside the noise"
-    return f"summary: {head} ({'; '.join(parts)})"
+    geomean = math.exp(sum(math.log(s) for s, _ in verdicts.values()) / len(verdicts))
+    return f"summary: {head}; {geomean:.2f}x DGL's speed, geomean of {len(verdicts)} models ({'; '.join(parts)})"
+
+
+# Other work above half the cores, or paired ratios whose middle half spans more than this either
+# side: the machine's share of the differences is then worth a line of its own.
+BUSY_LOAD_SHARE = 0.5
+NOISY_SPREAD = 0.05
+
+
+def load_note(load_before, cores: int, spread: float):
+    """A line on the load that the demo cannot tell from the plugin, or None: the 1-minute load
+    average before the demo started (None where the system has none) against the cores, and
+    `spread`, the median over models of half the paired ratios' interquartile range."""
+    busy = load_before is not None and load_before > BUSY_LOAD_SHARE * cores
+    if not busy and spread <= NOISY_SPREAD:
+        return None
+    what = (f"other work ran on this machine (load average {load_before:.1f} on {cores} cores before the "
+            "demo started), and " if busy else "")
+    return (f"load: {what}paired step times varied by about ±{spread:.0%}: a speedup within that of 1.00x "
+            "is the machine's, not the plugin's; an idle machine gives a cleaner reading")
 
 
 def main(argv=None):

@@ -24,8 +24,18 @@ def test_verdict_separates_speedups_from_noise():
 def test_summary_line():
     line = cli.summary({"A": (1.5, "faster"), "B": (1.01, "within noise")})
     assert line.startswith("summary: no model is slower") and "within noise: B 1.01x" in line
+    assert "1.23x DGL's speed, geomean of 2 models" in line  # sqrt(1.5 * 1.01)
     assert "every model is faster" in cli.summary({"A": (1.5, "faster")})
     assert "some models are slower" in cli.summary({"A": (0.5, "slower")})
+
+
+def test_load_note_marks_a_busy_or_noisy_machine_only():
+    assert cli.load_note(0.2, 2, 0.02) is None
+    assert cli.load_note(None, 2, 0.02) is None
+    busy = cli.load_note(3.1, 2, 0.02)
+    assert busy.startswith("load: other work ran") and "load average 3.1 on 2 cores" in busy and "±2%" in busy
+    noisy = cli.load_note(0.2, 2, 0.14)
+    assert noisy.startswith("load: paired step times varied by about ±14%")
 
 
 def test_demo_warms_up_both_sides_then_interleaves(monkeypatch, capsys):
@@ -54,6 +64,7 @@ def test_demo_warms_up_both_sides_then_interleaves(monkeypatch, capsys):
     for row in rows:
         assert row.count("[") == 3 and "x " in row
         assert row.rstrip().endswith(("faster", "slower", "within noise"))
+    assert out.splitlines()[0].startswith("summary: ")  # what the plugin did, first
     assert sum(line.startswith("summary: ") for line in out.splitlines()) == 1
 
 
