@@ -56,17 +56,28 @@ def library_hash(path: str) -> str:
     return lib.ug_cuda_source_hash().decode()
 
 
+def library_archs(path: str) -> str:
+    """The CUDA architectures a libugraph_cuda.so was compiled for, as UGRAPH_CUDA_ARCHS lists them."""
+    lib = ctypes.CDLL(path)
+    lib.ug_cuda_build_info.restype = ctypes.c_char_p
+    fields = dict(f.split("=", 1) for f in lib.ug_cuda_build_info().decode().split(";") if "=" in f)
+    return fields["archs"].replace(",", ";")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--archs", default="80;86;89;90")
     ap.add_argument("--strategies", default="all")
     ap.add_argument("--dtypes", default="all")
-    ap.add_argument("--of-library")
+    ap.add_argument("--of-library", help="the hash a libugraph_cuda.so was built from")
+    ap.add_argument("--archs-of-library", help="the architectures a libugraph_cuda.so was built for")
     ap.add_argument("--cpu", action="store_true", help="the CPU core's hash")
     ap.add_argument("--of-archive", help="the hash a libugraph_cpu.a was built from")
     args = ap.parse_args()
     if args.of_archive:
         sys.stdout.write(archive_hash(args.of_archive))
+    elif args.archs_of_library:
+        sys.stdout.write(library_archs(args.archs_of_library))
     elif args.of_library:
         sys.stdout.write(library_hash(args.of_library))
     else:

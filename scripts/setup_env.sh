@@ -42,7 +42,24 @@ VPY=$VENV/bin/python
 PIP=("$VPY" -m pip install -q --no-cache-dir)
 if ! "$VPY" -c "import dgl, torch; assert torch.__version__.split('+')[0] == '$TORCH' and dgl.__version__ == '$DGL'" 2>/dev/null; then
   "${PIP[@]}" --upgrade pip
-  if [ "$PROFILE" = dgl11 ]; then
+  # The CUDA core the package's install built, where it did (a GPU visible, or UGRAPH_CUDA=ON): the
+# in-place build links it, for the same architectures, instead of compiling the kernels again.
+# Printed as the two variables build_inplace.sh takes; nothing where no library matches its sources.
+built_cuda_core() {
+  local lib archs
+  [ "${UGRAPH_CUDA:-AUTO}" = OFF ] && return
+  for lib in build/cp*/csrc/cuda/libugraph_cuda.so; do
+    [ -f "$lib" ] || continue
+    archs=$(.venv/bin/python csrc/source_hash.py --archs-of-library "$lib" 2>/dev/null) || continue
+    if [ "$(.venv/bin/python csrc/source_hash.py --of-library "$lib" 2>/dev/null)" = \
+         "$(.venv/bin/python csrc/source_hash.py --archs "$archs" --strategies "${UGRAPH_STRATEGIES:-all}" \
+            --dtypes "${UGRAPH_DTYPES:-all}")" ]; then
+      echo "UGRAPH_CUDA_PREBUILT=$PWD/$lib UGRAPH_CUDA_ARCHS=$archs"
+      return
+    fi
+  done
+}
+if [ "$PROFILE" = dgl11 ]; then
     # PyPI's torch 2.1.1 and 2.2.1 need the same CUDA 12.1 runtime wheels, NCCL aside (2.8 GB
     # installed). The first environment's copies are hard-linked in with their metadata, so pip
     # finds them installed; it replaces whichever version torch 2.1.1 pins differently. Removing
@@ -79,8 +96,10 @@ if [ "$PROFILE" = dgl11 ]; then
   # venv of the same Python. The build is brought up to date here (ninja only redoes what
   # changed), and the core must then load under this environment's interpreter.
   BUILD_START=$(date +%s)
-  UGRAPH_CPU_PREBUILT=${UGRAPH_CPU_PREBUILT:-$(built_cpu_core)} PATH="$PWD/.venv/bin:$PATH" PYTHON=.venv/bin/python \
-    bash scripts/build_inplace.sh
+  CUDA_CORE=()
+  if [ -z "${UGRAPH_CUDA_PREBUILT:-}" ]; then read -r -a CUDA_CORE <<< "$(built_cuda_core)"; fi
+  env "${CUDA_CORE[@]}" UGRAPH_CPU_PREBUILT="${UGRAPH_CPU_PREBUILT:-$(built_cpu_core)}" PATH="$PWD/.venv/bin:$PATH" \
+    PYTHON=.venv/bin/python bash scripts/build_inplace.sh
   "$VPY" -c "from dgl_ugraph.core import _ext; _ext.core()"
 else
   # The predictor's optional extras: training (lightgbm), its plots (matplotlib) and the tuning
@@ -94,8 +113,10 @@ else
   "${PIP[@]}" --no-build-isolation .
   # Programs run from the checkout (the tests, the models, python -m dgl_ugraph here) import the
   # package from the checkout, which then needs its own compiled core beside the sources.
-  UGRAPH_CPU_PREBUILT=${UGRAPH_CPU_PREBUILT:-$(built_cpu_core)} PATH="$PWD/$VENV/bin:$PATH" PYTHON="$VPY" \
-    bash scripts/build_inplace.sh
+  CUDA_CORE=()
+  if [ -z "${UGRAPH_CUDA_PREBUILT:-}" ]; then read -r -a CUDA_CORE <<< "$(built_cuda_core)"; fi
+  env "${CUDA_CORE[@]}" UGRAPH_CPU_PREBUILT="${UGRAPH_CPU_PREBUILT:-$(built_cpu_core)}" PATH="$PWD/$VENV/bin:$PATH" \
+    PYTHON="$VPY" bash scripts/build_inplace.sh
 fi
 # The set-up time, and how much of it the build took (the package's install and the in-place
 # build; the second environment's is a link of the first's core).

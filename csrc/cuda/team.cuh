@@ -375,7 +375,7 @@ inline int64_t l2_bytes() { return device_attribute<cudaDevAttrL2CacheSize>(); }
 // Host side: whether a tiling past 1 walks tile-major: where the source rows that the positions
 // gather (a src-typed A or B, read at random, each by several edges) outgrow half the L2 while
 // one slab's share of them fits in it, and a slab still holds kMinSlabBytes of each row. Measured
-// on an H100 at F = 256 in float32 (docs/NOTES.md, session 14): artist (52 MB of rows)
+// on an H100 at F = 256 in float32 (bench/NOTES.md, session 14): artist (52 MB of rows)
 // 308 -> 242 us at tiling 2 and soc-BlogCatalog (91 MB) 558 -> 339 us at tiling 4, where rows
 // fetched whole keep missing L2. Where the share does not fit (343 MB and up) the unit-major walk
 // is 3-14% faster; on slabs of 64 bytes (F = 64 in float16, tiling 2) tile-major was 1.4x slower;
