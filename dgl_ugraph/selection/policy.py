@@ -44,7 +44,7 @@ def choose(graph: UGraph, sig: Signature, op: Optional[OpInfo] = None,
         raise TypeError(f"no compiled CUDA strategy can run {sig}")
     forced = settings.forced_strategy()
     if forced:
-        pinfo = ParallelInfo.parse(forced)
+        pinfo = _forced(forced)
         if pinfo.strategy in allowed:
             return pinfo
     allowed = steady(allowed, graph.stats)
@@ -55,6 +55,23 @@ def choose(graph: UGraph, sig: Signature, op: Optional[OpInfo] = None,
     if graph.device.type != "cuda":  # no L2 to fit (a CPU graph asks only in tests)
         return chosen
     return with_l2_tiling(chosen, graph, sig, predictor.device_info(graph.device))
+
+
+_warned_forced: set = set()
+
+
+def _forced(text: str) -> ParallelInfo:
+    """DGL_UGRAPH_STRATEGY's configuration. A malformed one raises ValueError (the call runs on
+    DGL, with the reason in stats()) after one warning per value: set for every CUDA case, it
+    would otherwise send them all to DGL unnoticed."""
+    try:
+        return ParallelInfo.parse(text)
+    except (TypeError, ValueError) as exc:
+        if text not in _warned_forced:
+            _warned_forced.add(text)
+            warnings.warn(f"DGL_UGRAPH_STRATEGY={text!r} is not strategy[:grouping[:tiling]] ({exc}): every CUDA "
+                          "call runs on DGL's kernels until it is fixed or unset", RuntimeWarning, stacklevel=2)
+        raise ValueError(f"DGL_UGRAPH_STRATEGY={text!r}: {exc}") from exc
 
 
 def with_l2_tiling(pinfo: ParallelInfo, graph: UGraph, sig: Signature, dev: predictor.DeviceInfo) -> ParallelInfo:

@@ -8,6 +8,8 @@ import dataclasses
 import math
 import pathlib
 
+import warnings
+
 import pytest
 import torch
 
@@ -121,6 +123,21 @@ def test_policy_never_hands_a_straggling_row_to_one_thread(monkeypatch):
     assert policy.choose(graph, sig(out_len=16)).strategy != "thread_vertex"
     monkeypatch.setenv("DGL_UGRAPH_STRATEGY", "thread_vertex:1:1")  # a forced choice stands
     assert policy.choose(graph, sig(out_len=16)) == ParallelInfo("thread_vertex", 1, 1)
+
+
+@pytest.mark.parametrize("bad", ["warp_edge:eight", "a:1:2:3", "thread_vertex:1:x", "foo:1:1", "warp_edge:3"])
+def test_a_malformed_forced_strategy_warns_once_and_raises(monkeypatch, bad):
+    monkeypatch.setattr(_ext, "compiled_cuda_keys", lambda: EVERY_CUDA_KEY)
+    monkeypatch.setattr(policy, "_warned_forced", set())
+    monkeypatch.setenv("DGL_UGRAPH_STRATEGY", bad)
+    graph = _SkewedCudaGraph()
+    with pytest.warns(RuntimeWarning, match="DGL_UGRAPH_STRATEGY=.*runs on DGL's kernels"):
+        with pytest.raises(ValueError, match="DGL_UGRAPH_STRATEGY="):
+            policy.choose(graph, sig(out_len=16))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # once per value: the second call raises without a warning
+        with pytest.raises(ValueError):
+            policy.choose(graph, sig(out_len=16))
 
 
 # ---- the heuristic ------------------------------------------------------------------------------
