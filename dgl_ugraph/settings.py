@@ -1,5 +1,7 @@
-"""Every DGL_UGRAPH_* variable (and the cache location), read in this one module. Each is read
-when it is used, so a program, or a test through monkeypatch.setenv, can change it at any time.
+"""Every DGL_UGRAPH_* variable of the package (and the cache location), read in this one module.
+Each is read when it is used, so a program, or a test through monkeypatch.setenv, can change it
+at any time; two are read once, at import: DGL_UGRAPH_LOG (it installs the log handler) and
+DGL_UGRAPH_DEBUG_POISON (ops.POISON_OUTPUTS, which a program may set itself afterwards).
 
 | variable | function | meaning |
 |---|---|---|
