@@ -20,7 +20,7 @@ CUDA_FLAGS=""
 # The CPU core's archive goes with the sm_90 library (the GPU machine's); other architecture lists
 # are compile checks of the CUDA sources. An archive already built from these CPU sources (the
 # in-place build of `make dev`/`make test`, or an earlier run's) is taken as it is: its GCC build
-# takes half an hour on 2 cores, the CUDA library a minute.
+# takes about four minutes on 2 cores, the CUDA library a minute.
 TARGETS="ugraph_cuda"
 CPU_ARCHIVE=""
 if [ "$ARCHS" = 90 ]; then

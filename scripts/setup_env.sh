@@ -79,7 +79,7 @@ if [ "$PROFILE" = dgl11 ]; then
 fi
 # The CPU core as the package's install built it (build/<wheel tag>/), where it comes from these
 # very sources: the in-place build links that archive instead of compiling the core a second time
-# (its GCC build takes about half an hour on 2 cores). CMake checks its source hash again.
+# (its GCC build takes about four minutes on 2 cores). CMake checks its source hash again.
 built_cpu_core() {
   local want a
   want=$(.venv/bin/python csrc/source_hash.py --cpu)

@@ -1,7 +1,10 @@
 // The definition of run_instance: one gather kind at one dtype, over every index width, edge_op
-// and broadcast. Only the generated instance files (CMakeLists.txt, instance.cpp.in) include it.
+// and broadcast (a binary max or min broadcast only). Only the generated instance files
+// (CMakeLists.txt, instance.cpp.in) include it.
 #ifndef UGRAPH_CPU_INSTANCE_H_
 #define UGRAPH_CPU_INSTANCE_H_
+
+#include <cstdlib>
 
 #include "aggregate.h"
 #include "create.h"
@@ -26,6 +29,9 @@ void run_instance(const Prepared& q) {
     using Op = typename decltype(op)::type;
     if constexpr (G == Gather::kNone) {
       create<T, I, Op, decltype(bcast)::value>(make_args<T, I>(q));
+    } else if constexpr ((G == Gather::kMax || G == Gather::kMin) && Op::use_lhs && Op::use_rhs &&
+                         !decltype(bcast)::value) {
+      std::abort();  // not compiled: run() sends a binary max or min through the broadcast kernels
     } else {
       aggregate<T, I, Op, typename ReduceOf<G>::type, decltype(bcast)::value>(make_args<T, I>(q));
     }

@@ -27,6 +27,11 @@ void run_typed(const Prepared& q) {
 int run(const UgParams& p) {
   const bool lhs = p.edge_op != UG_COPY_RHS, rhs = p.edge_op != UG_COPY_LHS;
   Prepared q{&p, (lhs && p.a_off) || (rhs && p.b_off), p.a_off, p.b_off, Runs{}};
+  // Max and min have plain kernels for the copies alone (GIN's and SAGE-pool's aggregations): a
+  // binary edge_op reads its operands through identity tables, one run of out_len, in the
+  // broadcast kernels. No model issues those, and their plain instances were a third of the
+  // CPU core's compile time (run_instance compiles none).
+  if ((p.gather_op == UG_MAX || p.gather_op == UG_MIN) && lhs && rhs) q.bcast = true;
   // Broadcasting one side only: the other side still needs a table in the broadcast kernel.
   std::vector<int64_t> identity;
   if (q.bcast && ((lhs && !q.a_off) || (rhs && !q.b_off))) {
