@@ -90,16 +90,21 @@ built_cpu_core() {
     fi
   done
 }
+# The checkout's own compiled core (build_inplace.sh under .venv's Python: the core links neither
+# torch nor DGL, so one build serves every venv of that Python), linking what the install built.
+build_in_place() {
+  local cuda_core=()
+  if [ -z "${UGRAPH_CUDA_PREBUILT:-}" ]; then read -r -a cuda_core <<< "$(built_cuda_core)"; fi
+  env "${cuda_core[@]}" UGRAPH_CPU_PREBUILT="${UGRAPH_CPU_PREBUILT:-$(built_cpu_core)}" PATH="$PWD/.venv/bin:$PATH" \
+    PYTHON=.venv/bin/python bash scripts/build_inplace.sh
+}
 if [ "$PROFILE" = dgl11 ]; then
   # This environment runs the checkout's package. Its compiled core is the one the first
   # environment builds in place: the core links neither torch nor DGL, so one build serves every
   # venv of the same Python. The build is brought up to date here (ninja only redoes what
   # changed), and the core must then load under this environment's interpreter.
   BUILD_START=$(date +%s)
-  CUDA_CORE=()
-  if [ -z "${UGRAPH_CUDA_PREBUILT:-}" ]; then read -r -a CUDA_CORE <<< "$(built_cuda_core)"; fi
-  env "${CUDA_CORE[@]}" UGRAPH_CPU_PREBUILT="${UGRAPH_CPU_PREBUILT:-$(built_cpu_core)}" PATH="$PWD/.venv/bin:$PATH" \
-    PYTHON=.venv/bin/python bash scripts/build_inplace.sh
+  build_in_place
   "$VPY" -c "from dgl_ugraph.core import _ext; _ext.core()"
 else
   # The predictor's optional extras: training (lightgbm), its plots (matplotlib) and the tuning
@@ -113,10 +118,7 @@ else
   "${PIP[@]}" --no-build-isolation .
   # Programs run from the checkout (the tests, the models, python -m dgl_ugraph here) import the
   # package from the checkout, which then needs its own compiled core beside the sources.
-  CUDA_CORE=()
-  if [ -z "${UGRAPH_CUDA_PREBUILT:-}" ]; then read -r -a CUDA_CORE <<< "$(built_cuda_core)"; fi
-  env "${CUDA_CORE[@]}" UGRAPH_CPU_PREBUILT="${UGRAPH_CPU_PREBUILT:-$(built_cpu_core)}" PATH="$PWD/$VENV/bin:$PATH" \
-    PYTHON="$VPY" bash scripts/build_inplace.sh
+  build_in_place
 fi
 # The set-up time, and how much of it the build took (the package's install and the in-place
 # build; the second environment's is a link of the first's core).

@@ -205,26 +205,25 @@ def disable(keep: bool = False) -> None:
             _pinned_when_left = _pinning()
             return
         _pinned_when_left = None
-        holders = [ref() for ref, _ in _live_slots()]
+        holders = [ref() for ref, _ in _snapshot().values()]
         _holders.clear()
     for index in holders:
         if index is not None:
             _forget(index)
 
 
-def _live_slots(keys: bool = False):
-    """A snapshot of `_holders`' slots (with their keys). dict.copy allocates no collectable object
-    while it reads: a garbage collection during a read of the table itself (list(items()) makes a
-    tuple an item) runs the weak-reference callbacks of indexes in reference cycles, which delete
-    their slots mid-iteration ("dictionary changed size during iteration")."""
-    snapshot = _holders.copy()
-    return snapshot.items() if keys else snapshot.values()
+def _snapshot() -> Dict[int, Tuple[weakref.ref, None]]:
+    """`_holders` as it is now. dict.copy allocates no collectable object while it reads: a
+    garbage collection during a read of the table itself (list(items()) makes a tuple an item)
+    runs the weak-reference callbacks of indexes in reference cycles, which delete their slots
+    mid-iteration ("dictionary changed size during iteration")."""
+    return _holders.copy()
 
 
 def _pinning() -> Dict[int, bool]:
     """Each live holder's pinning state, asked of DGL's own method (a C API call an index)."""
     states = {}
-    for key, (ref, _) in _live_slots(keys=True):
+    for key, (ref, _) in _snapshot().items():
         index = ref()
         if index is not None and hasattr(index, "is_pinned"):
             states[key] = bool(index.is_pinned())

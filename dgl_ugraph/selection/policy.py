@@ -66,7 +66,7 @@ def _forced(text: str) -> ParallelInfo:
     would otherwise send them all to DGL unnoticed."""
     try:
         return ParallelInfo.parse(text)
-    except (TypeError, ValueError) as exc:
+    except ValueError as exc:
         if text not in _warned_forced:
             _warned_forced.add(text)
             warnings.warn(f"DGL_UGRAPH_STRATEGY={text!r} is not strategy[:grouping[:tiling]] ({exc}): every CUDA "
