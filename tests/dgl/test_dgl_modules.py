@@ -24,7 +24,7 @@ from dgl.nn import DotGatConv, EdgeWeightNorm, GATConv, GATv2Conv, GINConv, Grap
 
 import dgl_ugraph
 from dgl_ugraph.dgl import cache
-from dgl_ugraph.dgl.modules import fused
+from dgl_ugraph.dgl.modules import attention, fused
 from test_dgl_convs import conv_graph
 
 pytestmark = pytest.mark.usefixtures("plugin_on")
@@ -219,6 +219,47 @@ def test_graph_conv_fused_norms_match_dgl(name, graph_name, dtype, device, graph
     calls = norm_sum_calls()
     # One call forward and one backward on the reverse graph (norm 'left': the backward is a plain sum).
     assert calls == {"lean": 1 if "left" in name else 2, "dgl": 0}, dgl_ugraph.stats()["patterns"]
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32], ids=["float64", "float32"])
+@pytest.mark.parametrize("graph_name", ["skewed", "self-loops", "no-edges", "block", "bipartite"])
+@pytest.mark.parametrize("name", [n for n in CASES if n.startswith("GATConv")])
+def test_gat_scores_by_matmul_match_dgl(name, graph_name, dtype, device, graphs, monkeypatch):
+    """GATConv's endpoint scores as one matmul by the block-diagonal attention vectors
+    (attention.endpoint_scores), forward and backward, on every device: the CPU keeps DGL's
+    products unless told otherwise."""
+    monkeypatch.setattr(attention, "SCORE_DEVICES", ("cpu", "cuda"))
+    calls = []
+    monkeypatch.setattr(attention, "_block_diagonal", lambda v, own=attention._block_diagonal: calls.append(1) or own(v))
+    make, weighted = CASES[name]
+    g = graphs[graph_name].to(device)
+    torch.manual_seed(1)
+    module = make().to(device, dtype)
+    feat, weights = features(g, in_width(module), dtype, device, seed=sum(map(ord, name + graph_name)),
+                             pair="pair" in name)
+    lean_only(check_against_dgl(module, g, feat, weights if weighted else None, dtype), "GATConv")
+    assert calls, "the scores did not run as a matmul"
+
+
+@pytest.mark.parametrize("precision", ["highest", "high"])
+def test_gat_scores_keep_dgl_products_where_matmuls_round(precision, graphs, monkeypatch):
+    """A float32 matmul allowed to round its inputs (TF32) would blur the scores: there DGL's
+    products run; float64 takes the matmul whatever the setting."""
+    monkeypatch.setattr(attention, "SCORE_DEVICES", ("cpu",))
+    before = torch.get_float32_matmul_precision()
+    torch.set_float32_matmul_precision(precision)
+    try:
+        x = torch.randn(7, 3, 4)
+        a, b = torch.randn(1, 3, 4), torch.randn(1, 3, 4)
+        assert attention._scores_by_matmul(x) == (precision == "highest")
+        assert attention._scores_by_matmul(x.double())
+        assert not attention._scores_by_matmul(x.half())
+        el, er = attention.endpoint_scores(x.double(), x.double(), a.double(), b.double())
+        torch.testing.assert_close(el, (x.double() * a.double()).sum(-1, keepdim=True), rtol=1e-12, atol=1e-12)
+        torch.testing.assert_close(er, (x.double() * b.double()).sum(-1, keepdim=True), rtol=1e-12, atol=1e-12)
+    finally:
+        torch.set_float32_matmul_precision(before)
 
 
 @pytest.mark.parametrize("device", DEVICES)

@@ -7,11 +7,60 @@ the plugin runs as its fused kernel on CUDA and its fused CPU kernel), the atten
 edge weight, and the weighted aggregation (`u_mul_e` sum), then the residual, bias and
 activation. What goes is the graph's local scope and frames and the per-forward zero-in-degree
 check, which the graph cache answers once per graph (`facts`).
+
+GATConv's endpoint scores, el = sum_d feat_src * attn_l and er likewise, are two broadcast
+products and two sums over the last dimension in DGL, each a pass over the (N, H, D) features;
+on a graph of 1.9M nodes, 8 heads of 8, those passes and their backward took 4 of a training
+step's 15 ms (H200). Where `SCORE_DEVICES` holds the device, they are one matmul of the features
+by a block-diagonal (H*D, 2H) matrix of the attention vectors: the same sums in another order.
 """
 from __future__ import annotations
 
+import torch
+
 from dgl_ugraph.dgl.modules import facts
 from dgl_ugraph.dgl.modules.convs import ZERO_IN_DEGREE, aggregate, dgl_api, message, shares_frames
+
+
+SCORE_DEVICES = ("cuda",)
+# Float32 keeps DGL's products where matmuls may round their inputs (TF32, bfloat16 passes); half
+# types keep them everywhere.
+_SCORE_DTYPES = (torch.float32, torch.float64)
+_eyes = {}  # (heads, device, dtype) -> the identity that spreads each head's vector to its column
+
+
+def _block_diagonal(vectors):
+    """(H*D, K*H) for K attention vectors of shape (1, H, D): column k*H + h holds vector k's head h
+    in rows h*D to h*D + D - 1, zeros elsewhere."""
+    a = vectors[0] if len(vectors) == 1 else torch.cat(vectors)
+    k, heads, d = a.shape
+    key = (heads, a.device, a.dtype)
+    eye = _eyes.get(key)
+    if eye is None:
+        eye = _eyes[key] = torch.eye(heads, dtype=a.dtype, device=a.device).view(heads, 1, 1, heads)
+    return (a.permute(1, 2, 0).unsqueeze(-1) * eye).reshape(heads * d, k * heads)
+
+
+def _scores_by_matmul(feat):
+    return (feat.device.type in SCORE_DEVICES and feat.dtype in _SCORE_DTYPES
+            and (feat.dtype != torch.float32 or torch.get_float32_matmul_precision() == "highest"))
+
+
+def endpoint_scores(feat_src, feat_dst, attn_l, attn_r, dst_rows=None):
+    """GATConv's el = (feat_src * attn_l).sum(-1) and er = (feat_dst * attn_r).sum(-1), each
+    unsqueezed to (..., H, 1). dst_rows: feat_dst is feat_src's first dst_rows rows (a block), or
+    feat_src itself (None, feat_dst feat_src); then one matmul gives both."""
+    if not _scores_by_matmul(feat_src):
+        return (feat_src * attn_l).sum(dim=-1).unsqueeze(-1), (feat_dst * attn_r).sum(dim=-1).unsqueeze(-1)
+    heads = feat_src.shape[-2]
+    if feat_dst is feat_src or dst_rows is not None:
+        s = torch.matmul(feat_src.flatten(-2), _block_diagonal((attn_l, attn_r)))
+        el, er = s[..., :heads], s[..., heads:]
+        if dst_rows is not None:
+            er = er[:dst_rows]
+        return el.unsqueeze(-1), er.unsqueeze(-1)
+    return (torch.matmul(feat_src.flatten(-2), _block_diagonal((attn_l,))).unsqueeze(-1),
+            torch.matmul(feat_dst.flatten(-2), _block_diagonal((attn_r,))).unsqueeze(-1))
 
 
 def _check_zero_in_degree(self, entry, api):
@@ -38,6 +87,7 @@ def gat_conv(self, graph, entry, feat, edge_weight=None, get_attention=False):
     api = dgl_api()
     _check_zero_in_degree(self, entry, api)
     heads, out_feats = self._num_heads, self._out_feats
+    dst_rows = None  # a block's destination features: the source features' first rows
     if isinstance(feat, tuple):
         src_prefix_shape = feat[0].shape[:-1]
         dst_prefix_shape = feat[1].shape[:-1]
@@ -51,12 +101,11 @@ def gat_conv(self, graph, entry, feat, edge_weight=None, get_attention=False):
         h_src = h_dst = self.feat_drop(feat)
         feat_src = feat_dst = self.fc(h_src).view(*src_prefix_shape, heads, out_feats)
         if graph.is_block:
-            num_dst = entry.ugraph.num_dst
+            num_dst = dst_rows = entry.ugraph.num_dst
             feat_dst = feat_src[:num_dst]
             h_dst = h_dst[:num_dst]
             dst_prefix_shape = (num_dst,) + dst_prefix_shape[1:]
-    el = (feat_src * self.attn_l).sum(dim=-1).unsqueeze(-1)
-    er = (feat_dst * self.attn_r).sum(dim=-1).unsqueeze(-1)
+    el, er = endpoint_scores(feat_src, feat_dst, self.attn_l, self.attn_r, dst_rows)
     e = self.leaky_relu(message(graph, "add", el, er, "u", "v"))
     a = self.attn_drop(api["edge_softmax"](graph, e))
     if edge_weight is not None:
