@@ -24,7 +24,7 @@ import pytest
 import torch
 
 _HERE = pathlib.Path(__file__).resolve().parent
-sys.path[:0] = [p for p in (str(_HERE.parents[1]), str(_HERE.parent), str(_HERE)) if p not in sys.path]
+sys.path[:0] = [p for p in (str(_HERE.parents[1]), str(_HERE.parent), str(_HERE.parent / "dgl"), str(_HERE)) if p not in sys.path]
 
 from dgl_ugraph.core import _ext  # noqa: E402
 
