@@ -230,6 +230,8 @@ def test_gat_scores_by_matmul_match_dgl(name, graph_name, dtype, device, graphs,
     (attention.endpoint_scores), forward and backward, on every device: the CPU keeps DGL's
     products unless told otherwise."""
     monkeypatch.setattr(attention, "SCORE_DEVICES", ("cpu", "cuda"))
+    monkeypatch.setattr(attention, "MATMUL_MIN_ELEMENTS", 0)
+    monkeypatch.setattr(attention, "MATMUL_MIN_ELEMENTS_TRAINING", 0)
     calls = []
     monkeypatch.setattr(attention, "_block_diagonal", lambda v, own=attention._block_diagonal: calls.append(1) or own(v))
     make, weighted = CASES[name]
@@ -239,14 +241,15 @@ def test_gat_scores_by_matmul_match_dgl(name, graph_name, dtype, device, graphs,
     feat, weights = features(g, in_width(module), dtype, device, seed=sum(map(ord, name + graph_name)),
                              pair="pair" in name)
     lean_only(check_against_dgl(module, g, feat, weights if weighted else None, dtype), "GATConv")
-    assert calls, "the scores did not run as a matmul"
+    assert calls or module._num_heads == 1, "the scores did not run as a matmul"
 
 
 @pytest.mark.parametrize("precision", ["highest", "high"])
-def test_gat_scores_keep_dgl_products_where_matmuls_round(precision, graphs, monkeypatch):
+def test_gat_scores_keep_dgl_products_where_matmuls_round(precision, monkeypatch):
     """A float32 matmul allowed to round its inputs (TF32) would blur the scores: there DGL's
     products run; float64 takes the matmul whatever the setting."""
     monkeypatch.setattr(attention, "SCORE_DEVICES", ("cpu",))
+    monkeypatch.setattr(attention, "MATMUL_MIN_ELEMENTS", 0)
     before = torch.get_float32_matmul_precision()
     torch.set_float32_matmul_precision(precision)
     try:
@@ -255,11 +258,26 @@ def test_gat_scores_keep_dgl_products_where_matmuls_round(precision, graphs, mon
         assert attention._scores_by_matmul(x) == (precision == "highest")
         assert attention._scores_by_matmul(x.double())
         assert not attention._scores_by_matmul(x.half())
+        assert not attention._scores_by_matmul(x[:, :1])  # one head: a matrix-vector product
         el, er = attention.endpoint_scores(x.double(), x.double(), a.double(), b.double())
         torch.testing.assert_close(el, (x.double() * a.double()).sum(-1, keepdim=True), rtol=1e-12, atol=1e-12)
         torch.testing.assert_close(er, (x.double() * b.double()).sum(-1, keepdim=True), rtol=1e-12, atol=1e-12)
     finally:
         torch.set_float32_matmul_precision(before)
+
+
+def test_gat_scores_by_matmul_only_past_their_size(monkeypatch):
+    """Small layers keep DGL's products (the matmul's host cost outweighs its saving), and the
+    size that pays is larger where the backward runs."""
+    monkeypatch.setattr(attention, "SCORE_DEVICES", ("cpu",))
+    monkeypatch.setattr(attention, "MATMUL_MIN_ELEMENTS", 64)
+    monkeypatch.setattr(attention, "MATMUL_MIN_ELEMENTS_TRAINING", 128)
+    small, mid = torch.randn(7, 2, 4), torch.randn(12, 2, 4)
+    assert not attention._scores_by_matmul(small) and attention._scores_by_matmul(mid)
+    assert not attention._scores_by_matmul(mid.requires_grad_())
+    with torch.no_grad():
+        assert attention._scores_by_matmul(mid)
+    assert attention._scores_by_matmul(torch.randn(16, 2, 4, requires_grad=True))
 
 
 @pytest.mark.parametrize("device", DEVICES)
