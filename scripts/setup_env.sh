@@ -121,5 +121,15 @@ else
   build_in_place
 fi
 # The set-up time, and how much of it the build took (the package's install and the in-place
-# build; the second environment's is a link of the first's core).
-echo "setup_env.sh $PROFILE: ready in $(( $(date +%s) - START )) s, of which building $(( $(date +%s) - BUILD_START )) s"
+# build; the second environment's is a link of the first's core). UGRAPH_SETUP_MAX_S and
+# UGRAPH_BUILD_MAX_S, where set, are bars the set-up fails past (CI sets them).
+TOOK=$(( $(date +%s) - START )) BUILT=$(( $(date +%s) - BUILD_START ))
+echo "setup_env.sh $PROFILE: ready in $TOOK s, of which building $BUILT s"
+if [ -n "${UGRAPH_SETUP_MAX_S:-}" ] && [ "$TOOK" -gt "$UGRAPH_SETUP_MAX_S" ]; then
+  echo "setup_env.sh $PROFILE: the set-up took $TOOK s, past its bar of $UGRAPH_SETUP_MAX_S s" >&2
+  exit 1
+fi
+if [ -n "${UGRAPH_BUILD_MAX_S:-}" ] && [ "$BUILT" -gt "$UGRAPH_BUILD_MAX_S" ]; then
+  echo "setup_env.sh $PROFILE: building took $BUILT s, past its bar of $UGRAPH_BUILD_MAX_S s" >&2
+  exit 1
+fi
