@@ -183,14 +183,18 @@ def lean_only(modules, cls: str, calls: int = 1):
 @pytest.mark.parametrize("graph_name", ["skewed", "self-loops", "no-edges", "block", "bipartite"])
 @pytest.mark.parametrize("name", list(CASES))
 def test_lean_path_matches_dgl(name, graph_name, dtype, device, graphs):
+    lean_only(check_case(name, graphs[graph_name], graph_name, dtype, device)[0], module_class(name))
+
+
+def check_case(name, graph, graph_name, dtype, device):
+    """check_against_dgl of CASES[name] on `graph` with fresh inputs: (stats' modules, the module)."""
     make, weighted = CASES[name]
-    g = graphs[graph_name].to(device)
+    g = graph.to(device)
     torch.manual_seed(1)
     module = make().to(device, dtype)
     feat, weights = features(g, in_width(module), dtype, device, seed=sum(map(ord, name + graph_name)),
                              pair="pair" in name)
-    modules = check_against_dgl(module, g, feat, weights if weighted else None, dtype)
-    lean_only(modules, module_class(name))
+    return check_against_dgl(module, g, feat, weights if weighted else None, dtype), module
 
 
 FUSED_NORMS = [n for n in CASES if n.startswith(("GraphConv-both", "GraphConv-left"))]
@@ -234,13 +238,8 @@ def test_gat_scores_by_matmul_match_dgl(name, graph_name, dtype, device, graphs,
     monkeypatch.setattr(attention, "MATMUL_MIN_ELEMENTS_TRAINING", 0)
     calls = []
     monkeypatch.setattr(attention, "_block_diagonal", lambda v, own=attention._block_diagonal: calls.append(1) or own(v))
-    make, weighted = CASES[name]
-    g = graphs[graph_name].to(device)
-    torch.manual_seed(1)
-    module = make().to(device, dtype)
-    feat, weights = features(g, in_width(module), dtype, device, seed=sum(map(ord, name + graph_name)),
-                             pair="pair" in name)
-    lean_only(check_against_dgl(module, g, feat, weights if weighted else None, dtype), "GATConv")
+    modules, module = check_case(name, graphs[graph_name], graph_name, dtype, device)
+    lean_only(modules, "GATConv")
     assert calls or module._num_heads == 1, "the scores did not run as a matmul"
 
 
